@@ -1,0 +1,31 @@
+# The two commands of the README: `make demo` and `make test`. Both set up .venv on first use.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test lint bench setup clean
+
+$(STAMP): pyproject.toml
+	test -d $(VENV) || $(PY) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e ".[dev,bench]"
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/python -m tempo.demo
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -n 2 -m "not slow" tests
+
+lint: $(STAMP)
+	$(BIN)/ruff check tempo tests
+	$(BIN)/mypy tempo --ignore-missing-imports
+
+bench: $(STAMP)
+	$(BIN)/python -m tempo.bench all
+
+clean:
+	rm -rf $(VENV) results runs test_run

@@ -1,0 +1,1 @@
+"""Tempo: recurrent-tensor programs compiled through a polyhedral schedule."""

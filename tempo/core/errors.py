@@ -1,0 +1,64 @@
+"""User-facing errors. Every error a user can cause is a `TempoError` that names the tensor,
+the offending expression or shape, and the user's source line (found by `user_site`)."""
+
+from __future__ import annotations
+
+import os
+import traceback
+
+_TEMPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def user_site(skip_tempo: bool = True) -> str:
+    """The innermost stack frame outside the tempo package, as 'file:line: code'."""
+    for frame in reversed(traceback.extract_stack()[:-1]):
+        path = os.path.abspath(frame.filename)
+        if skip_tempo and path.startswith(_TEMPO_ROOT + os.sep) and "/tests/" not in path:
+            continue
+        code = (frame.line or "").strip()
+        return f"{frame.filename}:{frame.lineno}: {code}"
+    return "<unknown>"
+
+
+class TempoError(Exception):
+    """Base of every error a Tempo user can cause."""
+
+    def __init__(self, message: str, *, site: str | None = None) -> None:
+        self.site = site
+        super().__init__(message if site is None else f"{message}\n  at {site}")
+
+
+class IndexExprError(TempoError, ValueError):
+    """A malformed or out-of-range index expression (unknown symbol, constant past a bound)."""
+
+
+class ShapeError(TempoError, ValueError):
+    """Spatial shapes that do not fit together (broadcast, matmul, definition)."""
+
+
+class DTypeError(TempoError, TypeError):
+    """A dtype that an op or a definition does not accept."""
+
+
+class DomainError(TempoError, ValueError):
+    """A domain that does not fit (definition value over a larger domain, unknown dim)."""
+
+
+class BoundError(TempoError, ValueError):
+    """A missing or invalid bound at compile time."""
+
+
+class ScheduleError(TempoError):
+    """No schedule exists: a cycle of same-point dependences, or undefined reads."""
+
+
+class ConfigError(TempoError, ValueError):
+    """An invalid ExecutionConfig."""
+
+
+class BackendError(TempoError):
+    """A backend that cannot run an op for the given dtype or device."""
+
+
+class TempoMemoryError(TempoError, MemoryError):
+    """Live device bytes would exceed the configured device-memory cap."""
