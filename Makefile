@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	test -d $(VENV) || $(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e ".[dev,bench]"
+	$(BIN)/pip install --quiet -e ".[dev]"
 	touch $(STAMP)
 
 setup: $(STAMP)
@@ -25,6 +25,7 @@ lint: $(STAMP)
 	$(BIN)/mypy tempo --ignore-missing-imports
 
 bench: $(STAMP)
+	$(BIN)/pip install --quiet -e ".[dev,bench]"
 	$(BIN)/python -m tempo.bench all
 
 clean:
