@@ -1,0 +1,232 @@
+"""`ExecutionConfig`: every compiler/runtime switch of a compilation (API §4.2).
+A plain dataclass so programs can copy it with `dataclasses.replace` and edit fields."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from tempo.core.device import device
+from tempo.core.dl_backend import DLBackendName
+from tempo.core.dtype import dtypes
+from tempo.core.errors import ConfigError
+from tempo.core.errors import user_site as _tempo_site
+
+KiB, MiB, GiB = 2**10, 2**20, 2**30
+
+_DEFAULT_PATH = f"./runs/{datetime.datetime.now().strftime('%Y-%m-%d_%H-%M-%S')}/"
+
+
+def user_site() -> str:
+    """The user's line, skipping dataclass-generated `__init__` code (file "<string>")."""
+    import traceback
+
+    for frame in reversed(traceback.extract_stack()[:-1]):
+        if frame.filename == "<string>" and frame.name == "__init__":
+            continue
+        if "/tempo/core/" in frame.filename or "dataclasses.py" in frame.filename:
+            continue
+        return f"{frame.filename}:{frame.lineno}: {(frame.line or '').strip()}"
+    return _tempo_site()
+
+
+def get_default_path() -> str:
+    """Run directory fixed at import, so every default config of a process shares it."""
+    return _DEFAULT_PATH
+
+
+# Flags test_cfg() turns off so every tensor stays stored and readable after execute().
+_TEST_OFF = (
+    "enable_dead_code_elim", "enable_broadcast_elim", "enable_constant_folding",
+    "enable_duplicate_code_elim", "enable_algebraic_optimizer", "enable_domain_reduction",
+    "enable_inplace_write", "enable_lazy_slice", "enable_vectorization",
+    "enable_non_trivial_vectorization", "enable_incrementalization",
+    "enable_statifying_incrementalization", "enable_fold_pads_into_storage",
+    "enable_pad_mask_removal", "enable_dataflow_grouping", "enable_group_fusions",
+    "enable_group_fissions", "enable_codegen_dataflows", "enable_codegen_dynamic_dataflows",
+    "enable_codegen_thunk_warmup", "enable_device_assignment", "enable_donation_analysis",
+    "enable_ast_promo", "enable_isolate_loop_conditions", "enable_custom_thunk_launchers",
+    "enable_eval_symbol_launcher", "enable_hybrid_tensorstore", "enable_gc", "enable_swap",
+    "enable_symbol_prealloc_store", "visualize_pipeline_stages", "visualize_debug_stages",
+    "render_schedule", "torch_pinned_memory_enabled", "enable_parallel_block_detection",
+)
+
+
+@dataclass
+class ExecutionConfig:
+    """Compiler pipeline toggles, memory policy, backend and device of one compilation.
+    Constructing it or setting a field also sets `dtypes.default_int` for its backend."""
+
+    # General
+    path: str = field(default_factory=get_default_path)
+    dev: str = "gpu"
+    backend: str = "jax"
+    torch_compilation_backend: str = "compile"
+    # Optimizer toggles
+    enable_dead_code_elim: bool = True
+    enable_broadcast_elim: bool = True
+    enable_constant_folding: bool = True
+    enable_duplicate_code_elim: bool = True
+    enable_algebraic_optimizer: bool = True
+    enable_domain_reduction: bool = True
+    enable_inplace_write: bool = True
+    enable_lazy_slice: bool = True
+    algebraic_optims_to_disable: Iterable[str] = ()
+    individualize_consts_smaller_than_x_bytes: int = 250 * MiB
+    # Vectorization
+    enable_vectorization: bool = True
+    enable_non_trivial_vectorization: bool = True
+    reject_vec_groups_smaller_than: int = 3
+    reject_vec_groups_with_external_deps_ratio_greater_than: float = 0.5
+    # Incrementalization
+    enable_incrementalization: bool = True
+    incrementalization_percentile: int = 20
+    incrementalize_mem_threshold: int = 16 * GiB
+    enable_statifying_incrementalization: bool = True
+    inc_statify_block_size: int = 256
+    enable_fold_pads_into_storage: bool = True
+    enable_pad_mask_removal: bool = True
+    # Dataflow grouping / codegen
+    enable_dataflow_grouping: bool = True
+    enable_conservative_grouping: bool = False
+    min_dataflow_group_size: int = 1
+    max_dataflow_group_size: int = 200_000
+    enable_group_fusions: bool = True
+    enable_group_fissions: bool = False
+    enable_codegen_dataflows: bool = True
+    enable_codegen_dynamic_dataflows: bool = False
+    enable_codegen_thunk_warmup: bool = True
+    # Analyses / schedule
+    enable_device_assignment: bool = True
+    enable_donation_analysis: bool = True
+    enable_ast_promo: bool = True
+    enable_isolate_loop_conditions: bool = True
+    runtime_tensor_prefetch_amount_point: int = 10
+    runtime_tensor_prefetch_amount_block: int = 5
+    # Executor / memory
+    enable_custom_thunk_launchers: bool = True
+    enable_eval_symbol_launcher: bool = True
+    enable_hybrid_tensorstore: bool = True
+    enable_gc: bool = True
+    gc_bytes_min: int = 0
+    enable_swap: bool = False
+    swap_bytes_min: int = 32 * MiB
+    enable_symbol_prealloc_store: bool = True
+    enable_point_store_fallback: bool = True
+    min_block_store_tensor_point_size: int = int(0.8 * MiB)
+    # Debug / profiling
+    deterministic: bool = False
+    seed: int = 0
+    visualize_pipeline_stages: bool = False
+    visualize_debug_stages: bool = True
+    validate_pipeline_stages: bool = False
+    render_schedule: bool = False
+    profile_codegen_kernels: bool = False
+    executor_debug_mode: bool = False
+    enable_exec_op_profiling: bool = False
+    exec_op_profiling_sync_after_each: bool = False
+    # Optional primitives
+    enable_index_ops: bool = True
+    enable_matmul_ops: bool = True
+    # Misc
+    default_dim_upper_bound_size: int = 500
+    enable_x64: bool = True
+    num_executor_pool_workers: int | None = None
+    enable_parallel_block_detection: bool = False
+    torch_pinned_prealloc_size_bytes: int = 0
+    torch_pinned_memory_enabled: bool = True
+    M: int = 20_000
+    # Ours (API §7 fix 13): stores raise when live device bytes would exceed this.
+    device_memory_cap_bytes: int | None = None
+
+    def __post_init__(self) -> None:
+        self.validate()
+        self.apply_default_int()
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in ("backend", "dev") and "backend" in self.__dict__:
+            _check_backend_dev(value if name == "backend" else self.backend,
+                               value if name == "dev" else self.dev)
+        object.__setattr__(self, name, value)
+        if "backend" in self.__dict__ and _is_initialised(self):
+            self.apply_default_int()
+
+    def apply_default_int(self) -> None:
+        """torch indexes with int64; jax and numpy keep int32 (API §4.2 side effect)."""
+        torch = self.get_canonical_backend_name() == DLBackendName.TORCH
+        dtypes.default_int = dtypes.int64 if torch else dtypes.int32
+
+    def validate(self) -> None:
+        """Reject combinations no pipeline can run, naming the offending fields."""
+        _check_backend_dev(self.backend, self.dev)
+        if (self.enable_statifying_incrementalization and self.enable_fold_pads_into_storage
+                and not self.enable_hybrid_tensorstore):
+            raise ConfigError(
+                "enable_statifying_incrementalization with enable_fold_pads_into_storage "
+                "needs enable_hybrid_tensorstore=True", site=user_site())
+        positive = ("inc_statify_block_size", "min_dataflow_group_size",
+                    "max_dataflow_group_size", "default_dim_upper_bound_size", "M")
+        for name in positive:
+            if getattr(self, name) <= 0:
+                raise ConfigError(f"{name} must be > 0, got {getattr(self, name)}",
+                                  site=user_site())
+        if self.min_dataflow_group_size > self.max_dataflow_group_size:
+            raise ConfigError("min_dataflow_group_size exceeds max_dataflow_group_size",
+                              site=user_site())
+        if not 0 <= self.incrementalization_percentile <= 100:
+            raise ConfigError("incrementalization_percentile must be in [0, 100]",
+                              site=user_site())
+        cap = self.device_memory_cap_bytes
+        if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or cap < 0):
+            raise ConfigError(f"device_memory_cap_bytes must be None or an int >= 0, got {cap!r}",
+                              site=user_site())
+
+    # ---- queries ------------------------------------------------------------------
+    def get_canonical_backend_name(self) -> DLBackendName:
+        return DLBackendName.from_(self.backend)
+
+    def can_lazy_slice(self) -> bool:
+        """Lazy slices are views into stores; jax arrays have no views."""
+        return self.enable_lazy_slice and self.get_canonical_backend_name() != DLBackendName.JAX
+
+    def can_inplace_write(self) -> bool:
+        """In-place writes mutate buffers; jax arrays are immutable."""
+        return (self.enable_inplace_write
+                and self.get_canonical_backend_name() != DLBackendName.JAX)
+
+    # ---- presets ------------------------------------------------------------------
+    @staticmethod
+    def default() -> ExecutionConfig:
+        return ExecutionConfig()
+
+    @staticmethod
+    def test_cfg() -> ExecutionConfig:
+        """CPU/torch, deterministic, every optimisation off: all tensors stay readable."""
+        overrides: dict[str, Any] = {name: False for name in _TEST_OFF}
+        overrides.update(path="./test_run/", dev="cpu", backend="torch", deterministic=True,
+                         executor_debug_mode=True, validate_pipeline_stages=True,
+                         enable_matmul_ops=True, enable_index_ops=True)
+        return ExecutionConfig(**overrides)
+
+    @staticmethod
+    def debug_cfg() -> ExecutionConfig:
+        """CPU/torch with optimisations on, every stage rendered, small statify blocks."""
+        return ExecutionConfig(dev="cpu", backend="torch", deterministic=True,
+                               visualize_pipeline_stages=True, visualize_debug_stages=True,
+                               validate_pipeline_stages=True, render_schedule=True,
+                               inc_statify_block_size=10)
+
+
+_LAST_FIELD = dataclasses.fields(ExecutionConfig)[-1].name
+
+
+def _is_initialised(cfg: ExecutionConfig) -> bool:
+    return _LAST_FIELD in cfg.__dict__
+
+
+def _check_backend_dev(backend: Any, dev: Any) -> None:
+    DLBackendName.from_(backend)
+    device.from_(dev)
