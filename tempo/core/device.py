@@ -73,12 +73,12 @@ class device:  # noqa: N801 - public name fixed by the API
         if not isinstance(spec, str):
             raise ConfigError(f"device must be a string, got {spec!r}", site=user_site())
         s = spec.strip().lower()
-        name, _, idx = s.partition(":")
+        name, sep, idx = s.partition(":")
         kind = _KINDS.get(name)
         if kind is None:
             known = ", ".join(sorted(_KINDS))
             raise ConfigError(f"unknown device {spec!r} (known: {known})", site=user_site())
-        if not idx:
+        if not sep:
             return DeviceGroup(kind)
         if kind == "cpu":
             raise ConfigError(f"cpu takes no device index: {spec!r}", site=user_site())

@@ -126,7 +126,9 @@ class dtypes:  # noqa: N801 - public name fixed by the API
         bool→bool_, int→smallest signed int that fits, float→float32, list→upcast."""
         if isinstance(val, DataType):
             raise DTypeError(f"implied() wants a value, got the dtype {val}", site=user_site())
-        if isinstance(val, bool | np.bool_):
+        if isinstance(val, np.generic):  # before float: np.float64 subclasses float
+            return dtypes.from_np(val.dtype)
+        if isinstance(val, bool):
             return dtypes.bool_
         if isinstance(val, int):
             for dt in (dtypes.int8, dtypes.int16, dtypes.int32, dtypes.int64):

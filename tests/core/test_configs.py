@@ -1,0 +1,162 @@
+"""ExecutionConfig: every API §4.2 field and default, presets, validation, and the
+`dtypes.default_int` side effect of constructing or editing a config."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from tempo.core import configs
+from tempo.core.configs import ExecutionConfig, get_default_path
+from tempo.core.dl_backend import DLBackendName
+from tempo.core.dtype import dtypes
+from tempo.core.errors import ConfigError, TempoError
+
+MiB, GiB = 2**20, 2**30
+
+DEFAULTS = {
+    "dev": "gpu", "backend": "jax", "torch_compilation_backend": "compile",
+    "enable_dead_code_elim": True, "enable_broadcast_elim": True,
+    "enable_constant_folding": True, "enable_duplicate_code_elim": True,
+    "enable_algebraic_optimizer": True, "enable_domain_reduction": True,
+    "enable_inplace_write": True, "enable_lazy_slice": True, "algebraic_optims_to_disable": (),
+    "individualize_consts_smaller_than_x_bytes": 250 * MiB,
+    "enable_vectorization": True, "enable_non_trivial_vectorization": True,
+    "reject_vec_groups_smaller_than": 3,
+    "reject_vec_groups_with_external_deps_ratio_greater_than": 0.5,
+    "enable_incrementalization": True, "incrementalization_percentile": 20,
+    "incrementalize_mem_threshold": 16 * GiB, "enable_statifying_incrementalization": True,
+    "inc_statify_block_size": 256, "enable_fold_pads_into_storage": True,
+    "enable_pad_mask_removal": True, "enable_dataflow_grouping": True,
+    "enable_conservative_grouping": False, "min_dataflow_group_size": 1,
+    "max_dataflow_group_size": 200_000, "enable_group_fusions": True,
+    "enable_group_fissions": False, "enable_codegen_dataflows": True,
+    "enable_codegen_dynamic_dataflows": False, "enable_codegen_thunk_warmup": True,
+    "enable_device_assignment": True, "enable_donation_analysis": True,
+    "enable_ast_promo": True, "enable_isolate_loop_conditions": True,
+    "runtime_tensor_prefetch_amount_point": 10, "runtime_tensor_prefetch_amount_block": 5,
+    "enable_custom_thunk_launchers": True, "enable_eval_symbol_launcher": True,
+    "enable_hybrid_tensorstore": True, "enable_gc": True, "gc_bytes_min": 0,
+    "enable_swap": False, "swap_bytes_min": 32 * MiB, "enable_symbol_prealloc_store": True,
+    "enable_point_store_fallback": True, "min_block_store_tensor_point_size": int(0.8 * MiB),
+    "deterministic": False, "seed": 0, "visualize_pipeline_stages": False,
+    "visualize_debug_stages": True, "validate_pipeline_stages": False,
+    "render_schedule": False, "profile_codegen_kernels": False, "executor_debug_mode": False,
+    "enable_exec_op_profiling": False, "exec_op_profiling_sync_after_each": False,
+    "enable_index_ops": True, "enable_matmul_ops": True, "default_dim_upper_bound_size": 500,
+    "enable_x64": True, "num_executor_pool_workers": None,
+    "enable_parallel_block_detection": False, "torch_pinned_prealloc_size_bytes": 0,
+    "torch_pinned_memory_enabled": True, "M": 20_000, "device_memory_cap_bytes": None,
+}
+
+
+@pytest.fixture(autouse=True)
+def _restore_default_int():
+    old = dtypes.default_int
+    yield
+    dtypes.default_int = old
+
+
+def test_every_field_and_default() -> None:
+    cfg = ExecutionConfig.default()
+    names = {f.name for f in dataclasses.fields(ExecutionConfig)}
+    assert names == set(DEFAULTS) | {"path"}
+    for name, want in DEFAULTS.items():
+        assert getattr(cfg, name) == want, name
+    assert cfg.path == get_default_path()
+    assert get_default_path().startswith("./runs/") and get_default_path().endswith("/")
+    assert ExecutionConfig().path == cfg.path  # computed once, at import
+
+
+def test_test_cfg() -> None:
+    cfg = ExecutionConfig.test_cfg()
+    assert (cfg.path, cfg.dev, cfg.backend) == ("./test_run/", "cpu", "torch")
+    assert cfg.deterministic and cfg.executor_debug_mode and cfg.validate_pipeline_stages
+    assert cfg.enable_matmul_ops and cfg.enable_index_ops
+    assert not cfg.torch_pinned_memory_enabled
+    for name in ("enable_dead_code_elim", "enable_gc", "enable_dataflow_grouping",
+                 "enable_codegen_dataflows", "enable_vectorization", "enable_incrementalization",
+                 "enable_statifying_incrementalization", "enable_hybrid_tensorstore",
+                 "enable_constant_folding", "enable_algebraic_optimizer",
+                 "enable_duplicate_code_elim", "enable_domain_reduction",
+                 "enable_inplace_write", "enable_lazy_slice", "enable_swap",
+                 "enable_donation_analysis", "enable_broadcast_elim"):
+        assert getattr(cfg, name) is False, name
+    assert not cfg.can_lazy_slice() and not cfg.can_inplace_write()
+
+
+def test_debug_cfg() -> None:
+    cfg = ExecutionConfig.debug_cfg()
+    assert (cfg.dev, cfg.backend, cfg.inc_statify_block_size) == ("cpu", "torch", 10)
+    assert cfg.enable_dead_code_elim and cfg.enable_vectorization and cfg.enable_gc
+    assert cfg.visualize_pipeline_stages and cfg.visualize_debug_stages
+
+
+def test_validation_statify_pads_without_hybrid_store() -> None:
+    with pytest.raises(ConfigError) as info:
+        ExecutionConfig(enable_hybrid_tensorstore=False)
+    assert isinstance(info.value, ValueError) and isinstance(info.value, TempoError)
+    assert "enable_hybrid_tensorstore" in str(info.value)
+    assert "test_configs.py" in str(info.value)  # names the user's line
+    ExecutionConfig(enable_hybrid_tensorstore=False, enable_fold_pads_into_storage=False)
+    ExecutionConfig(enable_hybrid_tensorstore=False, enable_statifying_incrementalization=False)
+    with pytest.raises(ValueError):
+        dataclasses.replace(ExecutionConfig.default(), enable_hybrid_tensorstore=False)
+
+
+@pytest.mark.parametrize("kw", [{"backend": "tensorflow"}, {"dev": "tpu"}, {"dev": "gpu:x"},
+                                {"inc_statify_block_size": 0},
+                                {"device_memory_cap_bytes": -1},
+                                {"device_memory_cap_bytes": 1.5}])
+def test_invalid_values_raise(kw: dict) -> None:
+    with pytest.raises(ConfigError):
+        ExecutionConfig(**kw)
+
+
+def test_setting_unknown_backend_raises() -> None:
+    cfg = ExecutionConfig.test_cfg()
+    with pytest.raises(ConfigError):
+        cfg.backend = "mxnet"
+    assert cfg.backend == "torch"
+
+
+@pytest.mark.parametrize("backend,want", [("torch", "int64"), ("PyTorch", "int64"),
+                                          ("jax", "int32"), ("xla", "int32"),
+                                          ("numpy", "int32"), ("np", "int32")])
+def test_default_int_follows_backend_on_construction(backend: str, want: str) -> None:
+    dtypes.default_int = dtypes.int8
+    ExecutionConfig(backend=backend)
+    assert dtypes.default_int == getattr(dtypes, want)
+
+
+def test_default_int_follows_backend_on_setattr_and_replace() -> None:
+    cfg = ExecutionConfig(backend="jax")
+    assert dtypes.default_int == dtypes.int32
+    cfg.backend = "torch"
+    assert dtypes.default_int == dtypes.int64
+    dtypes.default_int = dtypes.int8
+    cfg.seed = 3  # any attribute re-applies the backend's int
+    assert dtypes.default_int == dtypes.int64
+    dataclasses.replace(cfg, backend="numpy")
+    assert dtypes.default_int == dtypes.int32
+
+
+def test_replace_keeps_other_fields() -> None:
+    cfg = dataclasses.replace(ExecutionConfig.test_cfg(), seed=7, device_memory_cap_bytes=1024)
+    assert (cfg.seed, cfg.device_memory_cap_bytes, cfg.backend) == (7, 1024, "torch")
+
+
+def test_canonical_backend_and_capabilities() -> None:
+    assert ExecutionConfig(backend="XLA").get_canonical_backend_name() == DLBackendName.JAX
+    assert ExecutionConfig(backend="pytorch").get_canonical_backend_name() == DLBackendName.TORCH
+    jax_cfg = ExecutionConfig(backend="jax")
+    assert not jax_cfg.can_inplace_write() and not jax_cfg.can_lazy_slice()
+    torch_cfg = ExecutionConfig(backend="torch")
+    assert torch_cfg.can_inplace_write() and torch_cfg.can_lazy_slice()
+    off = ExecutionConfig(backend="torch", enable_inplace_write=False, enable_lazy_slice=False)
+    assert not off.can_inplace_write() and not off.can_lazy_slice()
+
+
+def test_module_exports() -> None:
+    assert configs.ExecutionConfig is ExecutionConfig
