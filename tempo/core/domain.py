@@ -284,7 +284,7 @@ class Domain:
                 branches.append((ie.ConstBool(True), vs[k]))
             else:
                 branches[-1] = (ie.ConstBool(True), stepped)
-            members.append(ie.Piecewise(tuple(branches)))
+            members.append(ie.piecewise(branches))
         return ie.IndexSequence(tuple(members))
 
     @property
