@@ -1463,6 +1463,8 @@ from tempo.core.index_isl import (  # noqa: E402  (isl bridge re-exported, see m
     from_isl_ast_expr,
     from_isl_pw_aff,
     isl_constraint_str,
+    isl_pieces,
+    to_sympy,
 )
 
 __all__ = [
@@ -1472,7 +1474,7 @@ __all__ = [
     "LessThanOrEqual", "Max", "Min", "Modulos", "Mul", "Neg", "NonAffineIndexExprError", "Not",
     "Or", "PY_GLOBALS", "Piecewise", "Pow", "Slice", "Sub", "Symbol", "TrueDivision",
     "bound_symbols", "ceil", "compile_py", "evaluate", "evaluate_int", "floor",
-    "from_isl_aff", "from_isl_ast_expr", "from_isl_pw_aff", "isl_constraint_str",
+    "from_isl_aff", "from_isl_ast_expr", "from_isl_pw_aff", "isl_constraint_str", "isl_pieces",
     "lift_to_bool_ie", "lift_to_ie", "lift_to_ie_atom", "lift_to_ie_seq", "lift_to_int_ie",
-    "logical_eq", "max", "min", "piecewise", "slice_", "struct_eq", "symbols",
+    "logical_eq", "max", "min", "piecewise", "slice_", "struct_eq", "symbols", "to_sympy",
 ]
