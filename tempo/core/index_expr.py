@@ -296,6 +296,26 @@ class IntIndexValue(IndexValue):
         """The value at `values` as a Python int."""
         return int(self.evaluate(values))
 
+    def simplify(self) -> IndexExpr:
+        """Children simplified, then linear terms collected (`t + T - t` → `T`) and constant
+        factors divided out of `//` and `%` by constants."""
+        e = super().simplify()
+        if isinstance(e, (Add, Sub, Neg, Mul)):
+            return _from_linear(*_linear(e))  # type: ignore[arg-type]
+        if isinstance(e, (FloorDivision, Modulos)):
+            d = _const_int(e.right_operand)
+            if d is not None and d != 0:
+                terms, c = _linear(e.left_operand)
+                if isinstance(e, FloorDivision):
+                    divisible = all(k % d == 0 for _, k in terms.values())
+                    if isinstance(c, int) and c % d == 0 and divisible:
+                        return _from_linear({a: (x, k // d) for a, (x, k) in terms.items()}, c // d)
+                else:
+                    kept = {a: (x, k) for a, (x, k) in terms.items() if k % d != 0}
+                    if len(kept) < len(terms) and isinstance(c, int):
+                        return _mod(_from_linear(kept, c % d), e.right_operand)
+        return e
+
 
 @dataclass(frozen=True, eq=False, repr=False)
 class ConstInt(IntIndexValue):
@@ -776,8 +796,11 @@ class _Compare(BooleanIndexValue):
         return _cmp(type(self), c[0], c[1])  # type: ignore[arg-type]
 
     def evaluate(self, values: Mapping[Symbol, int]) -> bool:
-        return bool(_CMP_FN[type(self)](self.left_operand.evaluate(values),
-                                        self.right_operand.evaluate(values)))
+        return bool(
+            _CMP_FN[type(self)](
+                self.left_operand.evaluate(values), self.right_operand.evaluate(values)
+            )
+        )
 
     def to_py(self, names: Mapping[str, str] | None = None) -> str:
         return f"({self.left_operand.to_py(names)} {self.PY} {self.right_operand.to_py(names)})"
@@ -1090,6 +1113,43 @@ def _offset(x: IntIndexValue, c: Number) -> IntIndexValue:
     if c == 0:
         return x
     return Add(x, ConstInt(c)) if c > 0 else Sub(x, ConstInt(-c))
+
+
+_Terms = dict[tuple[Any, ...], tuple["IntIndexValue", Any]]
+
+
+def _linear(e: IntIndexValue) -> tuple[_Terms, Number]:
+    """`e` as `{atom key: (atom, coefficient)}` plus a constant (non-linear parts are atoms)."""
+    if isinstance(e, ConstInt):
+        return {}, e.const
+    if isinstance(e, (Add, Sub)):
+        ta, ca = _linear(e.left_operand)
+        tb, cb = _linear(e.right_operand)
+        sign = 1 if isinstance(e, Add) else -1
+        for k, (x, c) in tb.items():
+            ta[k] = (x, ta.get(k, (x, 0))[1] + sign * c)
+        return ta, ca + sign * cb
+    if isinstance(e, Neg) or (isinstance(e, Mul) and _const_int(e.left_operand) is not None):
+        f = -1 if isinstance(e, Neg) else e.left_operand.const  # type: ignore[attr-defined]
+        inner = e.operand if isinstance(e, Neg) else e.right_operand  # type: ignore[attr-defined]
+        t, c = _linear(inner)
+        return {k: (x, f * v) for k, (x, v) in t.items()}, f * c
+    return {e._key(): (e, 1)}, 0
+
+
+def _from_linear(terms: _Terms, const: Number) -> IntIndexValue:
+    """Rebuild `sum(coef * atom) + const` with subtraction for negative coefficients."""
+    acc: IntIndexValue | None = None
+    for x, k in terms.values():
+        if k == 0:
+            continue
+        if acc is None:
+            acc = _mul(ConstInt(k), x)
+        elif k < 0:
+            acc = _sub(acc, _mul(ConstInt(-k), x))
+        else:
+            acc = _add(acc, _mul(ConstInt(k), x))
+    return ConstInt(const) if acc is None else _offset(acc, const)
 
 
 def _add(a: IntIndexValue, b: IntIndexValue) -> IntIndexValue:
@@ -1468,13 +1528,63 @@ from tempo.core.index_isl import (  # noqa: E402  (isl bridge re-exported, see m
 )
 
 __all__ = [
-    "Add", "And", "BooleanIndexValue", "Ceil", "ConstBool", "ConstFloat", "ConstInt", "Equal",
-    "Floor", "FloorDivision", "GreaterThan", "GreaterThanOrEqual", "IndexAtom", "IndexExpr",
-    "IndexExprZeroDivisionError", "IndexSequence", "IndexValue", "IntIndexValue", "LessThan",
-    "LessThanOrEqual", "Max", "Min", "Modulos", "Mul", "Neg", "NonAffineIndexExprError", "Not",
-    "Or", "PY_GLOBALS", "Piecewise", "Pow", "Slice", "Sub", "Symbol", "TrueDivision",
-    "bound_symbols", "ceil", "compile_py", "evaluate", "evaluate_int", "floor",
-    "from_isl_aff", "from_isl_ast_expr", "from_isl_pw_aff", "isl_constraint_str", "isl_pieces",
-    "lift_to_bool_ie", "lift_to_ie", "lift_to_ie_atom", "lift_to_ie_seq", "lift_to_int_ie",
-    "logical_eq", "max", "min", "piecewise", "slice_", "struct_eq", "symbols", "to_sympy",
+    "Add",
+    "And",
+    "BooleanIndexValue",
+    "Ceil",
+    "ConstBool",
+    "ConstFloat",
+    "ConstInt",
+    "Equal",
+    "Floor",
+    "FloorDivision",
+    "GreaterThan",
+    "GreaterThanOrEqual",
+    "IndexAtom",
+    "IndexExpr",
+    "IndexExprZeroDivisionError",
+    "IndexSequence",
+    "IndexValue",
+    "IntIndexValue",
+    "LessThan",
+    "LessThanOrEqual",
+    "Max",
+    "Min",
+    "Modulos",
+    "Mul",
+    "Neg",
+    "NonAffineIndexExprError",
+    "Not",
+    "Or",
+    "PY_GLOBALS",
+    "Piecewise",
+    "Pow",
+    "Slice",
+    "Sub",
+    "Symbol",
+    "TrueDivision",
+    "bound_symbols",
+    "ceil",
+    "compile_py",
+    "evaluate",
+    "evaluate_int",
+    "floor",
+    "from_isl_aff",
+    "from_isl_ast_expr",
+    "from_isl_pw_aff",
+    "isl_constraint_str",
+    "isl_pieces",
+    "lift_to_bool_ie",
+    "lift_to_ie",
+    "lift_to_ie_atom",
+    "lift_to_ie_seq",
+    "lift_to_int_ie",
+    "logical_eq",
+    "max",
+    "min",
+    "piecewise",
+    "slice_",
+    "struct_eq",
+    "symbols",
+    "to_sympy",
 ]
