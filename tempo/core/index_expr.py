@@ -683,7 +683,8 @@ class Piecewise(IntIndexValue):
             cond = raw
             if _has_piecewise(raw):  # make the condition piecewise-free first
                 alts = raw.enumerate_all_cond_branches()
-                cond = functools.reduce(_or, [_and_opt(c, e) for c, e in alts])  # type: ignore[arg-type]
+                flat = [_and_opt(c, e) for c, e in alts]  # type: ignore[arg-type]
+                cond = functools.reduce(_or, flat)  # type: ignore[arg-type,assignment]
             mine = cond & ~earlier
             earlier = earlier | cond
             for vcond, vval in val.enumerate_all_cond_branches():
@@ -1329,7 +1330,7 @@ def _junction(
         for o in ops
         if not (
             isinstance(o, dual)
-            and any(any(p.struct_eq(q) for q in o.operands) for p in ops if p is not o)
+            and any(any(p.struct_eq(q) for q in o.operands) for p in ops if p is not o)  # type: ignore[attr-defined]
         )
     ]
     if not kept:
@@ -1436,7 +1437,7 @@ def lift_to_ie(x: Any) -> IndexExpr:
 
 def lift_to_int_ie(x: Any) -> IntIndexValue:
     """Lift to an integer expression or raise IndexExprError."""
-    e = x if isinstance(x, IntIndexValue) else None
+    e: IndexExpr | None = x if isinstance(x, IntIndexValue) else None
     if e is None and not isinstance(x, bool):
         try:
             e = lift_to_ie(x)

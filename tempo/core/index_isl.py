@@ -48,9 +48,9 @@ def from_isl_ast_expr(
     args: list[Any] = [
         from_isl_ast_expr(expr.get_op_arg(i), symbols) for i in range(expr.get_op_n_arg())
     ]
-    if op in (_OP.and_, _OP.and_then):
+    if op in (_OP.and_, _OP.and_then):  # type: ignore[attr-defined]
         return args[0] & args[1]
-    if op in (_OP.or_, _OP.or_else):
+    if op in (_OP.or_, _OP.or_else):  # type: ignore[attr-defined]
         return args[0] | args[1]
     if op == _OP.max:
         return ie.max(*args)
@@ -128,7 +128,7 @@ def _isl_logical_eq(a: ie.IndexExpr, b: ie.IndexExpr) -> bool:
 
 def to_sympy(e: ie.IndexExpr) -> Any:
     """The sympy form of an integer or boolean expression (symbols are integer sympy symbols)."""
-    import sympy as sp
+    import sympy as sp  # type: ignore[import-untyped]
 
     def go(x: ie.IndexExpr) -> Any:
         if isinstance(x, ie.Symbol):
@@ -167,7 +167,7 @@ def to_sympy(e: ie.IndexExpr) -> Any:
 
 
 def _sympy_logical_eq(a: ie.IndexExpr, b: ie.IndexExpr) -> bool:
-    import sympy as sp
+    import sympy as sp  # type: ignore[import-untyped]
 
     sa, sb = to_sympy(a), to_sympy(b)
     if isinstance(a, ie.BooleanIndexValue):
