@@ -702,6 +702,11 @@ class Piecewise(IntIndexValue):
                 src = f"({val.to_py(names)} if {cond.to_py(names)} else {src})"
         return src
 
+    def to_isl(self) -> str:
+        raise NonAffineIndexExprError(
+            f"isl has no expression syntax for {self}; use index_isl.isl_pieces for its branches"
+        )
+
     def to_py_literal(self) -> str:
         """A short description used in the error of generated code."""
         return str(self)

@@ -91,7 +91,7 @@ def test_piecewise_first_true_wins_and_errors() -> None:
     p = ie.piecewise([(t < 3, t), (t < 10, 2 * t), (t >= 0, T)])
     assert [p.evaluate({t: v, T: 99}) for v in (0, 5, 12)] == [0, 10, 99]
     with pytest.raises(IndexExprError):
-        p.evaluate({t: -1, T: 0}) if False else ie.piecewise([(t > 0, t)]).evaluate({t: -1})
+        ie.piecewise([(t > 0, t)]).evaluate({t: -1})
     assert ie.piecewise([(False, t), (True, T)]).struct_eq(T)
 
 
@@ -118,7 +118,6 @@ def test_evaluate_matches_python_arithmetic_with_negatives() -> None:
 def test_partial_eval_remap_and_symbol_sets() -> None:
     e = ie.max(0, t - T + 1) + b
     assert e.partial_eval({T: 3, b: 0}).struct_eq(ie.max(0, t - 2))
-    assert e.remap({t: T - 1, b: 0}).struct_eq(ie.max(0, T - 1 - T + 1)) or True
     assert e.remap({t: T - 1, b: 0}).struct_eq(0)
     assert e.vars_used() == {t, b} and e.bound_symbols_used() == {T}
     assert e.symbols_used() == {t, b, T} and e.accesses_bound()
