@@ -1,0 +1,209 @@
+"""GELU that keeps only its output and one bit per element for backward.
+
+y = GELU(x) has one preimage on each side of the minimum x_min, so (y, bit = x >= x_min)
+determines x. Backward inverts GELU in fp64 and evaluates GELU'(x); the input x is never saved.
+Near the minimum the inverse has a square-root branch point, so the Newton solve runs in the
+variable T(x) = sign(x - x_min) * sqrt(GELU(x) - y_min), which is smooth with T' > 0 there; on the
+left tail it runs on log(-GELU(x)), which stays conditioned as y -> 0-.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import nn
+
+from tempo.memsave import chunks
+from tempo.memsave.bitpack import load_mask, store_mask
+
+_SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
+_TANH_A = 0.044715
+_LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
+_MAX_ITERS = 8  # 4 reach fp64 round-off on a dense grid; the rest is margin
+
+
+def _scalar_gelu(x: float, approximate: str) -> float:
+    if approximate == "tanh":
+        u = _SQRT_2_OVER_PI * (x + _TANH_A * x**3)
+        return 0.5 * x * (1.0 + math.tanh(u))
+    return 0.5 * x * (1.0 + math.erf(x / math.sqrt(2.0)))
+
+
+def _scalar_dgelu(x: float, approximate: str) -> float:
+    if approximate == "tanh":
+        u = _SQRT_2_OVER_PI * (x + _TANH_A * x**3)
+        du = _SQRT_2_OVER_PI * (1.0 + 3.0 * _TANH_A * x * x)
+        t = math.tanh(u)
+        return 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * du
+    pdf = math.exp(-0.5 * x * x) / math.sqrt(2.0 * math.pi)
+    return 0.5 * (1.0 + math.erf(x / math.sqrt(2.0))) + x * pdf
+
+
+@dataclass(frozen=True)
+class GeluConstants:
+    """Location and value of GELU's minimum and its curvature there, for one form."""
+
+    x_min: float
+    y_min: float
+    curvature: float
+
+
+def _constants(approximate: str) -> GeluConstants:
+    """Solve GELU'(x) = 0 by bisection in double precision (GELU' is increasing on [-1, -0.5])."""
+    lo, hi = -1.0, -0.5
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if _scalar_dgelu(mid, approximate) > 0.0:
+            hi = mid
+        else:
+            lo = mid
+    x_min = 0.5 * (lo + hi)
+    h = 1e-5
+    curv = (_scalar_dgelu(x_min + h, approximate) - _scalar_dgelu(x_min - h, approximate)) / (2 * h)
+    return GeluConstants(x_min, _scalar_gelu(x_min, approximate), curv)
+
+
+CONSTANTS: dict[str, GeluConstants] = {"none": _constants("none"), "tanh": _constants("tanh")}
+
+
+def _check_approximate(approximate: str) -> None:
+    if approximate not in CONSTANTS:
+        raise ValueError(f"approximate must be 'none' or 'tanh', got {approximate!r}")
+
+
+def _cdf_parts(x: torch.Tensor, approximate: str) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(c, log c, c'/c) of GELU(x) = x * c(x), computed without underflow in the tails."""
+    if approximate == "tanh":
+        u2 = 2.0 * _SQRT_2_OVER_PI * (x + _TANH_A * x**3)
+        du2 = 2.0 * _SQRT_2_OVER_PI * (1.0 + 3.0 * _TANH_A * x * x)
+        logc = nn.functional.logsigmoid(u2)
+        return torch.exp(logc), logc, torch.sigmoid(-u2) * du2
+    logc = torch.special.log_ndtr(x)
+    ratio = torch.exp(-0.5 * x * x - _LOG_SQRT_2PI - logc)
+    return torch.exp(logc), logc, ratio
+
+
+def gelu_derivative(x: torch.Tensor, approximate: str = "none") -> torch.Tensor:
+    """GELU'(x) in the dtype of ``x`` (use fp64 for a reference)."""
+    _check_approximate(approximate)
+    c, _, ratio = _cdf_parts(x, approximate)
+    return c + x * (c * ratio)
+
+
+def gelu_inverse(y: torch.Tensor, bit: torch.Tensor, approximate: str = "none") -> torch.Tensor:
+    """x with GELU(x) = y on the branch chosen by ``bit`` (True: x >= x_min), computed in fp64.
+
+    y below y_min (rounding) is clamped to the minimum. y == 0 on the left branch maps to -inf.
+    """
+    _check_approximate(approximate)
+    k = CONSTANTS[approximate]
+    yd = y.to(torch.float64)
+    right = bit.to(torch.bool)
+    yc = torch.clamp(yd, min=k.y_min)
+    slope = math.sqrt(0.5 * k.curvature)  # T'(x_min)
+    one = torch.ones_like(yc)
+    t_target = torch.sqrt(yc - k.y_min) * torch.where(right, one, -one)
+    # Left branch above -0.1 (x < ~-1.5): solve on log(-GELU) instead of T.
+    use_log = (~right) & (yc > -0.1)
+    log_target = torch.log(torch.clamp(-yc, min=1e-300))
+
+    guess = k.x_min + t_target / slope
+    c_y, _, _ = _cdf_parts(yc, approximate)
+    guess = torch.where(right & (yc > 0.3), yc / c_y, guess)
+    tail = -torch.sqrt(torch.clamp(-2.0 * (log_target + _LOG_SQRT_2PI), min=0.0))
+    guess = torch.where(use_log, torch.minimum(tail, torch.full_like(tail, k.x_min)), guess)
+
+    lo = torch.where(right, k.x_min * one, -40.0 * one)
+    hi = torch.where(right, torch.clamp(yc, min=0.0) + 0.25, k.x_min * one)
+    x = torch.clamp(guess, min=lo, max=hi)
+    for _ in range(_MAX_ITERS):
+        c, logc, ratio = _cdf_parts(x, approximate)
+        f = x * c
+        df = c + x * (c * ratio)
+        gap = torch.clamp(f - k.y_min, min=0.0)
+        sign = torch.where(x >= k.x_min, one, -one)
+        t = sign * torch.sqrt(gap)
+        dt = torch.where(t.abs() > 1e-7, df / (2.0 * t), slope * one)
+        res_t = t - t_target
+        res_log = torch.log(-x) + logc - log_target
+        dres_log = 1.0 / x + ratio
+        res = torch.where(use_log, res_log, res_t)
+        dres = torch.where(use_log, dres_log, dt)
+        # Both residuals increase with x: positive residual means the root is to the left.
+        hi = torch.where(res > 0, x, hi)
+        lo = torch.where(res <= 0, x, lo)
+        step = x - res / dres
+        ok = (step >= lo) & (step <= hi) & torch.isfinite(step)
+        new = torch.where(ok, step, 0.5 * (lo + hi))
+        small = (new - x).abs() <= 1e-12 * (1.0 + x.abs())
+        done = bool((small | (res.abs() <= 1e-14)).all())
+        x = new
+        if done:
+            break
+    x = torch.where((yd == 0) & ~right, float("-inf"), x)
+    x = torch.where((yd == 0) & right, 0.0, x)
+    x = torch.where(torch.isnan(yd) | (yd == float("inf")), yd, x)
+    return x
+
+
+def _gelu_grad_from_output(
+    grad: torch.Tensor, y: torch.Tensor, bit: torch.Tensor, approximate: str
+) -> torch.Tensor:
+    """grad * GELU'(x(y, bit)) for one flat chunk."""
+    x = gelu_inverse(y, bit, approximate)
+    d = gelu_derivative(x, approximate)
+    d = torch.where(x == float("-inf"), 0.0, d)
+    return (grad.to(torch.float64) * d).to(grad.dtype)
+
+
+class InplaceGELUFunction(torch.autograd.Function):
+    """Autograd function: saves (output, branch mask); see module docstring."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor, approximate: str, mask_format: str) -> torch.Tensor:
+        _check_approximate(approximate)
+        k = CONSTANTS[approximate]
+        y = nn.functional.gelu(x, approximate=approximate)
+        ctx.approximate = approximate
+        ctx.mask_format = mask_format
+        ctx.save_for_backward(y, store_mask(x >= k.x_min, mask_format))
+        return y
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor | None, None, None]:
+        y, mask = ctx.saved_tensors
+        flat_y = y.reshape(-1)
+        flat_g = grad.reshape(-1)
+        out = torch.empty(flat_g.shape, dtype=grad.dtype, device=grad.device)
+        for start, stop in chunks.ranges(flat_y.numel(), chunks.ELEMENT_CHUNK):
+            bit = load_mask(mask, ctx.mask_format, start, stop)
+            out[start:stop] = _gelu_grad_from_output(
+                flat_g[start:stop], flat_y[start:stop], bit, ctx.approximate
+            )
+        return out.view(grad.shape), None, None
+
+
+def inplace_gelu(x: torch.Tensor, approximate: str = "none", mask_format: str = "bit") -> torch.Tensor:
+    """Functional form of :class:`InplaceGELU`."""
+    return InplaceGELUFunction.apply(x, approximate, mask_format)
+
+
+class InplaceGELU(nn.Module):
+    """Drop-in ``nn.GELU`` whose backward needs only the output (plus one bit per element)."""
+
+    def __init__(self, approximate: str = "none", mask_format: str = "bit") -> None:
+        super().__init__()
+        _check_approximate(approximate)
+        self.approximate = approximate
+        self.mask_format = mask_format
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if not (torch.is_grad_enabled() and x.requires_grad):
+            return nn.functional.gelu(x, approximate=self.approximate)
+        return inplace_gelu(x, self.approximate, self.mask_format)
+
+    def extra_repr(self) -> str:
+        return f"approximate={self.approximate!r}, mask_format={self.mask_format!r}"
