@@ -1,0 +1,188 @@
+"""Symbolic and spatial indexing (`x[...]`) and definitions by assignment (`x[...] = v`),
+with the normalisation rules and semantics of API.md §3.4–§3.5."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from tempo.api.tensor_base import RTBase, active_ctx, check_symbols, lift
+from tempo.core import index_expr as ie
+from tempo.core import ops
+from tempo.core.errors import DomainError, DTypeError, IndexExprError, ShapeError, TempoError, user_site
+from tempo.core.sdg import Edge
+
+if TYPE_CHECKING:
+    from tempo.api.recurrent_tensor import RecurrentTensor
+
+_FULL = slice(None, None, None)
+
+
+def _is_full(k: Any) -> bool:
+    return isinstance(k, slice) and k == _FULL
+
+
+def _expand_key(key: Any, total: int) -> list[Any]:
+    """Apply `...` expansion; reject more indices than dims."""
+    keys = list(key) if isinstance(key, tuple) else [key]
+    n_ell = sum(1 for k in keys if k is Ellipsis)
+    if n_ell > 1:
+        raise IndexExprError("an index may hold at most one '...'", site=user_site())
+    if n_ell:
+        at = keys.index(Ellipsis)
+        fill = total - (len(keys) - 1)
+        keys = keys[:at] + [_FULL] * max(fill, 0) + keys[at + 1 :]
+    if len(keys) > total:
+        raise IndexExprError(f"{len(keys)} indices for a tensor of {total} dims", site=user_site())
+    return keys
+
+
+def _symbolic_member(var: ie.Symbol, k: Any, what: str) -> ie.IndexAtom:
+    if _is_full(k):
+        return var
+    if isinstance(k, RTBase):
+        raise IndexExprError(f"{what}: tensor-valued indices are only allowed in spatial "
+                             "positions", site=user_site())
+    if isinstance(k, slice):
+        if k.step not in (None, 1):
+            raise IndexExprError(f"{what}: slices need step 1, got {k}", site=user_site())
+        start = var.as_bound() * 0 if k.start is None else _neg_to_bound(var, k.start)
+        stop = var.as_bound() if k.stop is None else _neg_to_bound(var, k.stop)
+        member = ie.slice_(start, stop)
+    elif isinstance(k, bool):
+        raise IndexExprError(f"{what}: a bool is not an index", site=user_site())
+    elif isinstance(k, int):
+        member = ie.ConstInt(k) if k >= 0 else var.as_bound() + k
+    elif isinstance(k, ie.IntIndexValue | ie.Slice):
+        member = k
+    else:
+        raise IndexExprError(f"{what}: cannot index a symbolic dim with {k!r}", site=user_site())
+    check_symbols(member, f"{what}[{member}]")
+    return member
+
+
+def _neg_to_bound(var: ie.Symbol, x: Any) -> Any:
+    if isinstance(x, int) and not isinstance(x, bool) and x < 0:
+        return var.as_bound() + x
+    return x
+
+
+def getitem(x: RTBase, key: Any) -> RecurrentTensor:
+    if x.is_indexed and not (isinstance(key, tuple) and not key):
+        x = x.ident()  # type: ignore[attr-defined]
+    vars_ = x.unindexed_domain.variables
+    n_sym, n_sp = len(vars_), len(x.spatial_shape)
+    keys = _expand_key(key, n_sym + n_sp)
+    sym_keys = keys[:n_sym] + [_FULL] * (n_sym - len(keys[:n_sym]))
+    what = f"tensor {x.tensor_id!r}"
+    members = [_symbolic_member(v, k, what) for v, k in zip(vars_, sym_keys)]
+    seq = ie.IndexSequence(tuple(members))
+    out: Any = x._wrap(x.tensor_id, None if seq.is_basis() and _is_own_basis(seq, vars_) else seq,
+                       x.requires_grad)
+    n_slices = seq.num_slices()
+    sp_keys = keys[n_sym:]
+    # Right to left, so removing a dim never shifts one still to be indexed (NumPy rule).
+    for j in reversed(range(len(sp_keys))):
+        k, dim = sp_keys[j], n_slices + j
+        if _is_full(k):
+            continue
+        if isinstance(k, slice):
+            if k.step not in (None, 1):
+                raise IndexExprError(f"{what}: spatial slices need step 1", site=user_site())
+            size = out.shape[dim]
+            start = 0 if k.start is None else k.start
+            stop = size if k.stop is None else k.stop
+            if isinstance(start, int) and start < 0:
+                start = size + start
+            if isinstance(stop, int) and stop < 0:
+                stop = size + stop
+            out = out.slice_dim(dim, start, stop)
+        elif isinstance(k, int) and not isinstance(k, bool):
+            out = out.index(dim, k if k >= 0 else out.shape[dim] + k)
+        else:
+            out = out.index(dim, k)
+    return out
+
+
+def _is_own_basis(seq: ie.IndexSequence, vars_: tuple[ie.Symbol, ...]) -> bool:
+    return all(isinstance(m, ie.Symbol) and m.name == v.name for m, v in zip(seq, vars_))
+
+
+# -------------------------------------------------------------------- definitions
+def setitem(x: RTBase, key: Any, value: Any) -> None:
+    """Append one branch (condition, value) to placeholder `x` (first true branch wins)."""
+    site = user_site()
+    op = x.op
+    if not isinstance(op, ops.MergeOp) or x.is_indexed:
+        raise TempoError(f"only unindexed placeholders can be assigned; {x.tensor_id!r} is "
+                         f"{op!r}", site=site)
+    ctx = active_ctx()
+    vars_ = op.domain.variables
+    cond: ie.BooleanIndexValue = ctx.current_condition
+    shifts: dict[str, tuple[ie.Symbol, int]] = {}
+    if isinstance(key, ie.BooleanIndexValue | bool):
+        check_symbols(ie.lift_to_bool_ie(key), f"condition {key}")
+        cond = cond & ie.lift_to_bool_ie(key)
+    else:
+        keys = _expand_key(key, len(vars_))
+        for v, k in zip(vars_, keys):
+            if _is_full(k):
+                continue
+            m = ie.lift_to_ie(k) if not isinstance(k, ie.IndexExpr) else k
+            if isinstance(m, ie.Slice) or not isinstance(m, ie.IntIndexValue):
+                raise IndexExprError(f"definition key {k!r} for {v} must be a point",
+                                     site=site)
+            check_symbols(m, f"definition key {m}")
+            if isinstance(m, ie.Symbol) and m.name == v.name:
+                continue
+            c = _shift_of(m, v)
+            if c is not None:
+                shifts[v.name] = (v, c)
+                continue
+            cond = cond & v.symb_eq(m)
+    val = _lift_value(value, x)
+    _check_definition(x, val, site)
+    expr = val.read_expr
+    if shifts:
+        expr = expr.remap({v: v - c for v, c in shifts.values()})
+        dom = op.domain
+        for v, c in shifts.values():
+            dom = dom.with_bound(v, v.as_bound() + c)
+        op = replace(op, domain=dom)
+        x.sdg.replace_op(op)
+    edge_cond = None if isinstance(cond, ie.ConstBool) and cond.const else cond
+    k = len(x.sdg.in_edges[op.op_id])
+    x.sdg.add_edge(Edge(op.op_id, k, val.tensor_id, expr, edge_cond))
+
+
+def _shift_of(m: ie.IntIndexValue, v: ie.Symbol) -> int | None:
+    """c if m is `v + c` with a positive constant c (the shift sugar), else None."""
+    if isinstance(m, ie.Add):
+        a, b = m.left_operand, m.right_operand
+        for s, c in ((a, b), (b, a)):
+            if isinstance(s, ie.Symbol) and s.name == v.name and isinstance(c, ie.ConstInt):
+                return c.const if c.const > 0 else None
+    return None
+
+
+def _lift_value(value: Any, x: RTBase) -> RecurrentTensor:
+    from tempo.api.ops import creation
+
+    if isinstance(value, bool | int | float):
+        return creation.const(value, shape=tuple(x.shape), dtype=x.dtype)
+    val = lift(value)
+    if val.is_indexed and any(isinstance(m, ie.Slice) for m in val.read_expr):
+        val = val.ident()  # type: ignore[attr-defined]
+    return val
+
+
+def _check_definition(x: RTBase, val: RTBase, site: str) -> None:
+    if val.shape != x.shape:
+        raise ShapeError(f"definition of {x.tensor_id!r} with shape {x.shape} by a value of "
+                         f"shape {val.shape}", site=site)
+    if val.dtype != x.dtype:
+        raise DTypeError(f"definition of {x.tensor_id!r} with dtype {x.dtype} by a value of "
+                         f"dtype {val.dtype} (cast it first)", site=site)
+    if not val.domain.is_contained_in(x.unindexed_domain):
+        raise DomainError(f"definition of {x.tensor_id!r} over {x.unindexed_domain} by a value "
+                          f"over the larger domain {val.domain}", site=site)

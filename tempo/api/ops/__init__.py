@@ -1,0 +1,1 @@
+"""Op families of RecurrentTensor, one module each (creation, elementwise, movement, ...)."""

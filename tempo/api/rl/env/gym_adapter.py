@@ -1,0 +1,89 @@
+"""Gymnasium adapters for the trivial environment, so external RL libraries can use it.
+
+`TrivialVectorEnv` is a `gymnasium.vector.VectorEnv` over the numpy backend (autoreset on, same
+step); `TrivialGymEnv` is the per-env numpy implementation RLlib needs (it cannot take vector envs).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from tempo.api.rl.env.trivial_env import STEP_SIZE, TrivialEnv
+
+
+def _spaces(obs_shape: Sequence[int], continuous: bool) -> tuple[gym.Space, gym.Space]:
+    obs = gym.spaces.Box(-1.0, 1.0, shape=tuple(obs_shape), dtype=np.float32)
+    act: gym.Space = (
+        gym.spaces.Box(-1.0, 1.0, shape=(1,), dtype=np.float32)
+        if continuous
+        else gym.spaces.Discrete(2)
+    )
+    return obs, act
+
+
+class TrivialVectorEnv(gym.vector.VectorEnv):
+    """Vector env with gymnasium spaces; autoresets in the same step (final obs in `info`)."""
+
+    metadata = {"autoreset_mode": gym.vector.AutoresetMode.SAME_STEP}
+
+    def __init__(
+        self,
+        num_envs: int,
+        observation_shape: Sequence[int] = (3, 4, 4),
+        max_episode_steps: int = 64,
+        continuous: bool = True,
+        seed: int | None = None,
+    ) -> None:
+        self.env = TrivialEnv(num_envs, observation_shape, max_episode_steps, "numpy",
+                              continuous=continuous, autoreset=True, seed=seed)
+        self.num_envs = num_envs
+        self.single_observation_space, self.single_action_space = _spaces(
+            observation_shape, continuous)
+        self.observation_space = gym.vector.utils.batch_space(
+            self.single_observation_space, num_envs)
+        self.action_space = gym.vector.utils.batch_space(self.single_action_space, num_envs)
+
+    def reset(self, *, seed: int | None = None,
+              options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict[str, Any]]:
+        return self.env.reset(seed=seed), {}
+
+    def step(self, actions: Any) -> tuple[Any, Any, Any, Any, dict[str, Any]]:
+        obs, rew, term, trunc, info = self.env.step(np.asarray(actions))
+        return obs, rew.astype(np.float32), term, trunc, info
+
+
+class TrivialGymEnv(gym.Env):
+    """Single-env numpy TrivialEnv (RLlib runs one of these per sub-environment)."""
+
+    def __init__(self, config: dict[str, Any] | None = None) -> None:
+        cfg = dict(config or {})
+        self.obs_shape = tuple(cfg.get("observation_shape", (3, 4, 4)))
+        self.max_episode_steps = int(cfg.get("max_episode_steps", 64))
+        self.continuous = bool(cfg.get("continuous", True))
+        self.observation_space, self.action_space = _spaces(self.obs_shape, self.continuous)
+        self._rng = np.random.default_rng(cfg.get("seed"))
+        self._s = 0.0
+        self._t = 0
+
+    def _obs(self) -> np.ndarray:
+        return np.full(self.obs_shape, self._s, dtype=np.float32)
+
+    def reset(self, *, seed: int | None = None,
+              options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict[str, Any]]:
+        if seed is not None:
+            self._rng = np.random.default_rng(seed)
+        self._s = float(self._rng.uniform(-1.0, 1.0))
+        self._t = 0
+        return self._obs(), {}
+
+    def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+        a = float(np.asarray(action).reshape(-1)[0])
+        a = float(np.clip(a, -1.0, 1.0)) if self.continuous else 2.0 * a - 1.0
+        self._s = float(np.clip(self._s + STEP_SIZE * a, -1.0, 1.0))
+        self._t += 1
+        done = self._t >= self.max_episode_steps
+        return self._obs(), -abs(self._s), done, done, {}

@@ -1,0 +1,165 @@
+"""`TempoContext`: the universe of symbolic dimensions, the graph being recorded, and
+`compile()` which turns that graph into an executor."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from tempo.core.configs import ExecutionConfig
+from tempo.core.domain import Domain, DomainLike
+from tempo.core.errors import TempoError, user_site
+from tempo.core.index_expr import BooleanIndexValue, ConstBool, Symbol, lift_to_bool_ie
+from tempo.core.sdg import SDG
+from tempo.core.utils import make_symbols
+
+DEFAULT_EXEC_CFG = ExecutionConfig.default()
+
+_state = threading.local()
+
+
+def _stack() -> list[TempoContext]:
+    if not hasattr(_state, "stack"):
+        _state.stack = []
+    return _state.stack
+
+
+def get_active_ctx_manager() -> TempoContext:
+    """The innermost active context (the one ops are recorded into)."""
+    st = _stack()
+    if not st:
+        raise TempoError("no active TempoContext: create one before building tensors",
+                         site=user_site())
+    return st[-1]
+
+
+class TempoContext:
+    """A program under construction. `TempoContext(cfg, num_dims=n)` creates symbols
+    d0..d{n-1} with bounds D0..D{n-1}; construction already makes it active."""
+
+    def __init__(
+        self, execution_config: ExecutionConfig = DEFAULT_EXEC_CFG, num_dims: int | None = None
+    ) -> None:
+        self.execution_config = execution_config
+        pairs = make_symbols([f"d{i}" for i in range(num_dims or 0)])
+        self._vars: tuple[Symbol, ...] = tuple(v for v, _ in pairs)
+        self._bounds: tuple[Symbol, ...] = tuple(b for _, b in pairs)
+        self._extra: list[tuple[Symbol, Symbol]] = []
+        self.sdg = SDG(Domain(self._vars))
+        self._conditions: list[BooleanIndexValue] = []
+        self._tags: list[str] = []
+        self._domain_ctx: list[Domain] = []
+        _stack().append(self)
+        self._entered = 0
+
+    # ---------------------------------------------------------------- universe
+    @property
+    def variables(self) -> tuple[Symbol, ...]:
+        return self._vars
+
+    @property
+    def upper_bounds(self) -> tuple[Symbol, ...]:
+        return self._bounds
+
+    @property
+    def variables_and_bounds(self) -> tuple[tuple[Symbol, Symbol], ...]:
+        return tuple(zip(self._vars, self._bounds))
+
+    @property
+    def universe(self) -> Domain:
+        return self.sdg.universe
+
+    def new_perm_var(self, bound: int) -> tuple[Symbol, Symbol]:
+        """A new dimension appended to the universe with its bound fixed to `bound`."""
+        k = len(self._vars) + len(self._extra)
+        (var, ub), = make_symbols([f"d{k}"], start_idx=k)
+        self._extra.append((var, ub))
+        self.sdg.universe = self.sdg.universe.append_dim(var)
+        self.sdg.bound_defs[ub] = int(bound)
+        return var, ub
+
+    def knows(self, sym: Symbol) -> bool:
+        var = sym.as_var() if sym.is_bound else sym
+        return self.universe.has_dim(var)
+
+    # ---------------------------------------------------------------- activation
+    def __enter__(self) -> TempoContext:
+        st = _stack()
+        if not st or st[-1] is not self:
+            st.append(self)
+        self._entered += 1
+        self.execution_config.apply_default_int()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        st = _stack()
+        if self in st:
+            st.remove(self)
+        self._entered -= 1
+
+    # ---------------------------------------------------------------- scoped state
+    @contextlib.contextmanager
+    def when(self, cond: BooleanIndexValue | bool) -> Iterator[None]:
+        """Every definition inside is also guarded by `cond`."""
+        self._conditions.append(lift_to_bool_ie(cond))
+        try:
+            yield
+        finally:
+            self._conditions.pop()
+
+    @property
+    def current_condition(self) -> BooleanIndexValue:
+        out: BooleanIndexValue = ConstBool(True)
+        for c in self._conditions:
+            out = out & c
+        return out
+
+    @contextlib.contextmanager
+    def tag_region(self, tag: str) -> Iterator[None]:
+        self._tags.append(tag)
+        try:
+            yield
+        finally:
+            self._tags.pop()
+
+    tag_group = tag_region
+
+    @contextlib.contextmanager
+    def forbid_dedup(self) -> Iterator[None]:
+        with self.tag_region("__NO_DEDUP__"):
+            yield
+
+    @property
+    def current_tags(self) -> frozenset[str]:
+        return frozenset(self._tags)
+
+    @contextlib.contextmanager
+    def domain_ctx(self, domain: DomainLike) -> Iterator[None]:
+        self._domain_ctx.append(Domain.from_(domain, none_is_empty=True))
+        try:
+            yield
+        finally:
+            self._domain_ctx.pop()
+
+    @property
+    def default_domain(self) -> Domain:
+        return self._domain_ctx[-1] if self._domain_ctx else Domain.empty()
+
+    # ---------------------------------------------------------------- compile
+    def compile(
+        self, bounds: Mapping[Symbol, int] | None = None, use_active_config: bool = False
+    ) -> Any:
+        """Schedule and generate code for the recorded program; returns an Executor."""
+        from tempo.compiler.driver import compile_sdg
+
+        cfg = self.execution_config
+        if use_active_config and _stack():
+            cfg = _stack()[-1].execution_config
+        return compile_sdg(self.sdg, cfg, bounds, user_site())
+
+    def get_isl_ctx(self) -> Any:
+        import islpy as isl
+
+        return isl.DEFAULT_CONTEXT

@@ -1,0 +1,213 @@
+"""The core of `RecurrentTensor`: a (tensor id, index expression) pair that records ops
+into the active context's SDG. Op families are mixed in from `tempo.api.ops`."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Union
+
+import numpy as np
+
+from tempo.core import index_expr as ie
+from tempo.core import ops
+from tempo.core.domain import Domain
+from tempo.core.dtype import DataType, dtypes
+from tempo.core.errors import DTypeError, IndexExprError, ShapeError, TempoError, user_site
+from tempo.core.sdg import SDG, TensorId
+from tempo.core.shape import Shape
+
+if TYPE_CHECKING:
+    from tempo.api.recurrent_tensor import RecurrentTensor
+    from tempo.api.tempo_context_manager import TempoContext
+
+MaybeRecurrentTensor = Union["RecurrentTensor", ie.IndexValue, int, float, bool]
+
+
+def active_ctx() -> TempoContext:
+    from tempo.api.tempo_context_manager import get_active_ctx_manager
+
+    return get_active_ctx_manager()
+
+
+class RTBase:
+    """A handle on output `tensor_id` of an op, read at `_index` (None = at its own point)."""
+
+    _final_cls: type = object  # set to RecurrentTensor once the class is assembled
+
+    def __init__(
+        self,
+        tensor_id: TensorId,
+        index: ie.IndexSequence | None = None,
+        requires_grad: bool | None = None,
+        ctx: TempoContext | None = None,
+    ) -> None:
+        self._ctx_mgr = ctx if ctx is not None else active_ctx()
+        self.tensor_id = tensor_id
+        self._index = index
+        self.requires_grad = requires_grad
+        self.grad: RecurrentTensor | None = None
+        self._ctx: Any = None
+
+    # ---------------------------------------------------------------- graph facts
+    @property
+    def sdg(self) -> SDG:
+        return self._ctx_mgr.sdg
+
+    @property
+    def op(self) -> ops.Op:
+        return self.sdg.ops[self.tensor_id.op_id]
+
+    @property
+    def unindexed_domain(self) -> Domain:
+        return self.op.domain
+
+    @property
+    def read_expr(self) -> ie.IndexSequence:
+        """The read expression over the unindexed domain (basis if not indexed)."""
+        if self._index is not None:
+            return self._index
+        return ie.IndexSequence(tuple(self.unindexed_domain.variables))
+
+    @property
+    def is_indexed(self) -> bool:
+        return self._index is not None
+
+    @property
+    def domain(self) -> Domain:
+        if self._index is None:
+            return Domain(self.unindexed_domain.variables)
+        used = {v.name: v for v in self._index.vars_used()}
+        return Domain(sorted(used.values(), key=lambda v: v.idx))
+
+    @property
+    def spatial_shape(self) -> Shape:
+        return self.sdg.tensors[self.tensor_id].shape
+
+    @property
+    def shape(self) -> Shape:
+        if self._index is None:
+            return self.spatial_shape
+        lens = [m.stop - m.start for m in self._index if isinstance(m, ie.Slice)]
+        return Shape.from_(tuple(_simplify_dim(d) for d in lens) + tuple(self.spatial_shape))
+
+    @property
+    def dtype(self) -> DataType:
+        return self.sdg.tensors[self.tensor_id].dtype
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def numel(self) -> Any:
+        return self.shape.prod()
+
+    def size(self, dim: int | Sequence[int] | None = None) -> Any:
+        if dim is None:
+            return tuple(self.shape)
+        if isinstance(dim, int):
+            return self.shape[ops.norm_dim(dim, self.ndim)]
+        return tuple(self.shape[ops.norm_dim(d, self.ndim)] for d in dim)
+
+    @property
+    def creation_traceback(self) -> str:
+        return self.op.site
+
+    def __repr__(self) -> str:
+        idx = f"[{self.read_expr}]" if self._index is not None else ""
+        return (f"RecurrentTensor({self.tensor_id!r}{idx}, shape={self.shape}, "
+                f"dtype={self.dtype}, domain={self.domain})")
+
+    def __bool__(self) -> bool:
+        raise TempoError("a RecurrentTensor has no truth value at record time; use where()",
+                         site=user_site())
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    def _wrap(self, tid: TensorId, index: ie.IndexSequence | None = None,
+              requires_grad: bool | None = None) -> RecurrentTensor:
+        return RTBase._final_cls(tid, index, requires_grad, self._ctx_mgr)
+
+
+def _simplify_dim(d: Any) -> Any:
+    if isinstance(d, ie.ConstInt):
+        return d.const
+    v = d.try_eval() if hasattr(d, "try_eval") else None
+    return v if isinstance(v, int) else d
+
+
+# -------------------------------------------------------------------- recording
+def lift(x: Any) -> RecurrentTensor:
+    """RT → itself; Python/NumPy values → const; index expressions → evaluating tensor."""
+    if isinstance(x, RTBase):
+        return x  # type: ignore[return-value]
+    from tempo.api.ops import creation
+
+    if isinstance(x, ie.IntIndexValue):
+        return creation.from_expr(x)
+    if isinstance(x, bool | int | float | np.ndarray | np.generic | list | tuple):
+        return creation.const(x)
+    if type(x).__module__.startswith("torch"):
+        return creation.const(x.detach().cpu().numpy())
+    raise TypeError(f"cannot lift {type(x).__name__} to a RecurrentTensor")
+
+
+def combine_requires_grad(xs: Sequence[RTBase]) -> bool | None:
+    flags = [x.requires_grad for x in xs]
+    if any(f is True for f in flags):
+        return True
+    if any(f is None for f in flags):
+        return None
+    return False
+
+
+def record(
+    op_cls: type[ops.Op], inputs: Sequence[Any], domain: Domain | None = None, **params: Any
+) -> list[RecurrentTensor]:
+    """Add one op reading `inputs` (at their index expressions); return its outputs."""
+    ctx = active_ctx()
+    sdg = ctx.sdg
+    xs = [lift(x) for x in inputs]
+    dom = union_domains([x.domain for x in xs] + ([domain] if domain is not None else []))
+    site = user_site()
+    op = op_cls(op_id=sdg.new_id(), domain=dom, site=site, tags=ctx.current_tags, **params)
+    try:
+        shapes, dts = op.infer([x.shape for x in xs], [x.dtype for x in xs])
+    except (ShapeError, DTypeError) as exc:
+        described = ", ".join(f"{x.tensor_id!r}{tuple(x.shape)}:{x.dtype}" for x in xs)
+        raise type(exc)(f"{op.describe()} of [{described}]: {exc.args[0]}", site=site) from None
+    sdg.add_op(op, [(x.tensor_id, x.read_expr) for x in xs], shapes, dts)
+    rg = combine_requires_grad(xs) if xs else params.get("requires_grad", False)
+    outs = [RTBase._final_cls(ops_tid(op, k), None, rg, ctx) for k in range(op.num_outputs)]
+    return outs
+
+
+def union_domains(domains: Sequence[Domain]) -> Domain:
+    """The union of variables, in universe order, with default bounds."""
+    found = {v.name: v for d in domains for v in d.variables}
+    return Domain(sorted(found.values(), key=lambda v: v.idx))
+
+
+def ops_tid(op: ops.Op, k: int) -> TensorId:
+    return TensorId(op.op_id, k)
+
+
+def record1(op_cls: type[ops.Op], inputs: Sequence[Any], **params: Any) -> RecurrentTensor:
+    return record(op_cls, inputs, **params)[0]
+
+
+def check_symbols(expr: ie.IndexExpr, what: str) -> None:
+    """Every symbol an index uses must belong to the active context."""
+    ctx = active_ctx()
+    for s in expr.symbols_used():
+        if not ctx.knows(s):
+            raise IndexExprError(
+                f"{what} uses symbol {s} which the context does not have "
+                f"(its universe is {ctx.universe})",
+                site=user_site(),
+            )
+
+
+def implied_dtype(val: Any) -> DataType:
+    return dtypes.implied(val)

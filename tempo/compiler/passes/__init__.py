@@ -1,0 +1,1 @@
+"""Compiler passes: each module has one entry `run(sdg, cfg) -> sdg`."""

@@ -1,0 +1,575 @@
+"""The primitive op catalogue: every op the compiler, scheduler and backends know.
+
+Each op is a frozen dataclass holding its parameters and its shape/dtype rule (`infer`).
+Composite ops (softmax, mean, attention, ...) are built from these in `tempo.api`; only
+these primitives get kernels (one table per backend) and gradient rules (one table in api).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+
+from tempo.core.domain import Domain
+from tempo.core.dtype import DataType, dtypes
+from tempo.core.errors import DTypeError, ShapeError
+from tempo.core.index_expr import IndexExpr
+from tempo.core.shape import Shape
+
+Shapes = list[Shape]
+DTypes = list[DataType]
+
+
+def norm_dim(dim: int, ndim: int, what: str = "dim") -> int:
+    """A non-negative dim in [0, ndim); negative dims count from the end as in torch."""
+    d = dim + ndim if dim < 0 else dim
+    if not 0 <= d < max(ndim, 1):
+        raise ShapeError(f"{what} {dim} is out of range for a tensor of {ndim} dims")
+    return d
+
+
+def _dims(shape: Shape) -> list[Any]:
+    return list(shape)
+
+
+@dataclass(frozen=True, eq=False, kw_only=True, repr=False)
+class Op:
+    """One node of the SDG: executes once per point of `domain`."""
+
+    op_id: int
+    domain: Domain
+    site: str = ""
+    tags: frozenset[str] = field(default_factory=frozenset)
+
+    name: ClassVar[str] = "op"
+    variadic: ClassVar[bool] = False
+    arity: ClassVar[int] = 1
+
+    @property
+    def num_outputs(self) -> int:
+        return 1
+
+    def infer(self, shapes: Shapes, dts: DTypes) -> tuple[Shapes, DTypes]:
+        """Output shapes and dtypes from input shapes and dtypes (raise on mismatch)."""
+        return [shapes[0]], [dts[0]]
+
+    def runtime_exprs(self) -> tuple[IndexExpr, ...]:
+        """Index expressions whose current values the kernel receives as trailing args."""
+        return ()
+
+    def describe(self) -> str:
+        return self.name
+
+    def __repr__(self) -> str:
+        return f"{self.describe()}#{self.op_id}"
+
+
+# ---------------------------------------------------------------- sources
+@dataclass(frozen=True, eq=False, kw_only=True, repr=False)
+class ConstOp(Op):
+    """A constant array, fixed at record time."""
+
+    value: np.ndarray
+    dtype: DataType
+    name: ClassVar[str] = "const"
+    arity: ClassVar[int] = 0
+
+    def infer(self, shapes: Shapes, dts: DTypes) -> tuple[Shapes, DTypes]:
+        return [Shape.from_(tuple(self.value.shape))], [self.dtype]
+
+    def describe(self) -> str:
+        return f"const{tuple(self.value.shape)}" if self.value.size > 1 else f"const({self.value})"
+
+
+@dataclass(frozen=True, eq=False, kw_only=True, repr=False)
+class FillOp(Op):
+    """A tensor of one scalar value (zeros, ones, full) with a possibly symbolic shape."""
+
+    value: float | int | bool
+    shape: Shape
+    dtype: DataType
+    name: ClassVar[str] = "fill"
+    arity: ClassVar[int] = 0
+
+    def infer(self, shapes: Shapes, dts: DTypes) -> tuple[Shapes, DTypes]:
+        return [self.shape], [self.dtype]
+
+    def runtime_exprs(self) -> tuple[IndexExpr, ...]:
+        return tuple(d for d in self.shape if not isinstance(d, int))
+
+
+@dataclass(frozen=True, eq=False, kw_only=True, repr=False)
+class RandOp(Op):
+    """Uniform [0, 1) samples; one fresh draw per point of the domain."""
+
+    shape: Shape
+    dtype: DataType
+    name: ClassVar[str] = "rand"
+    arity: ClassVar[int] = 0
+
+    def infer(self, shapes: Shapes, dts: DTypes) -> tuple[Shapes, DTypes]:
+        return [self.shape], [self.dtype]
+
+
+@dataclass(frozen=True, eq=False, kw_only=True, repr=False)
+class EvalSymbolOp(Op):
+    """The current value of a symbol (a loop variable or a bound) as a scalar tensor."""
+
+    symbol: IndexExpr
+    dtype: DataType
+    name: ClassVar[str] = "eval_symbol"
+    arity: ClassVar[int] = 0
+
+    def infer(self, shapes: Shapes, dts: DTypes) -> tuple[Shapes, DTypes]:
+        return [Shape.from_(())], [self.dtype]
+
+    def runtime_exprs(self) -> tuple[IndexExpr, ...]:
+        return (self.symbol,)
+
+    def describe(self) -> str:
+        return f"eval_symbol({self.symbol})"
+
+
+@dataclass(frozen=True, eq=False, kw_only=True, repr=False)
+class UDFSourceOp(Op):
+    """A user function producing a backend tensor at each point (data, env reset)."""
+
+    fn: Callable[..., Any]
+    shape: Shape
+    dtype: DataType
+    with_ts: bool = False
+    name: ClassVar[str] = "udf_source"
+    arity: ClassVar[int] = 0
+
+    def infer(self, shapes: Shapes, dts: DTypes) -> tuple[Shapes, DTypes]:
+        return [self.shape], [self.dtype]
+
+
+@dataclass(frozen=True, eq=False, kw_only=True, repr=False)
+class MergeOp(Op):
+    """A recurrence: inputs are branches; at each point the first branch whose condition
+    holds gives the value (conditions live on the SDG edges)."""
+
+    shape: Shape
+    dtype: DataType
+    name: ClassVar[str] = "merge"
+    variadic: ClassVar[bool] = True
+
+    def infer(self, shapes: Shapes, dts: DTypes) -> tuple[Shapes, DTypes]:
+        return [self.shape], [self.dtype]
+
+
+# ---------------------------------------------------------------- movement
+@dataclass(frozen=True, eq=False, kw_only=True, repr=False)
+class IdentOp(Op):
+    """Identity: materialises an indexed read as a tensor of its own."""
+
+    name: ClassVar[str] = "ident"
+
+
+@dataclass(frozen=True, eq=False, kw_only=True, repr=False)
+class ReshapeOp(Op):
+    shape: Shape
+    name: ClassVar[str] = "reshape"
+
+    def infer(self, shapes: Shapes, dts: DTypes) -> tuple[Shapes, DTypes]:
+        src, dst = shapes[0], self.shape
+        if src.is_static() and dst.is_static() and src.prod() != dst.prod():
+            raise ShapeError(f"cannot reshape {src} into {dst}")
+        return [dst], [dts[0]]
+
+    def runtime_exprs(self) -> tuple[IndexExpr, ...]:
+        return tuple(d for d in self.shape if not isinstance(d, int))
+
+
+@dataclass(frozen=True, eq=False, kw_only=True, repr=False)
+class PermuteOp(Op):
+    dims: tuple[int, ...]
+    name: ClassVar[str] = "permute"
+
+    def infer(self, shapes: Shapes, dts: DTypes) -> tuple[Shapes, DTypes]:
+        src = _dims(shapes[0])
+        if sorted(self.dims) != list(range(len(src))):
+            raise ShapeError(f"permute dims {self.dims} do not fit shape {shapes[0]}")
+        return [Shape.from_(tuple(src[d] for d in self.dims))], [dts[0]]
+
+
+@dataclass(frozen=True, eq=False, kw_only=True, repr=False)
+class ExpandOp(Op):
+    """Broadcast size-1 dims (and new leading dims) to `shape`."""
+
+    shape: Shape
+    name: ClassVar[str] = "expand"
+
+    def infer(self, shapes: Shapes, dts: DTypes) -> tuple[Shapes, DTypes]:
+        out = Shape.broadcast(shapes[0], self.shape)
+        if out != self.shape:
+            raise ShapeError(f"cannot expand {shapes[0]} to {self.shape}")
+        return [self.shape], [dts[0]]
+
+    def runtime_exprs(self) -> tuple[IndexExpr, ...]:
+        return tuple(d for d in self.shape if not isinstance(d, int))
+
+
+@dataclass(frozen=True, eq=False, kw_only=True, repr=False)
+class SliceOp(Op):
+    """x[..., start:start+length, ...] along one spatial dim; start may be symbolic."""
+
+    dim: int
+    start: Any
+    length: Any
+    name: ClassVar[str] = "slice"
+
+    def infer(self, shapes: Shapes, dts: DTypes) -> tuple[Shapes, DTypes]:
+        src = _dims(shapes[0])
+        src[self.dim] = self.length
+        return [Shape.from_(tuple(src))], [dts[0]]
+
+    def runtime_exprs(self) -> tuple[IndexExpr, ...]:
+        return tuple(e for e in (self.start, self.length) if not isinstance(e, int))
+
+
+@dataclass(frozen=True, eq=False, kw_only=True, repr=False)
+class PadOp(Op):
+    """Pad each dim by (before, after) with a mode: constant, reflect, replicate."""
+
+    padding: tuple[tuple[int, int], ...]
+    mode: str = "constant"
+    value: float = 0.0
+    name: ClassVar[str] = "pad"
+
+    def infer(self, shapes: Shapes, dts: DTypes) -> tuple[Shapes, DTypes]:
+        src = _dims(shapes[0])
+        if len(self.padding) > len(src):
+            raise ShapeError(f"padding {self.padding} has more dims than shape {shapes[0]}")
+        out = [d + sum(self.padding[i]) if i < len(self.padding) else d for i, d in enumerate(src)]
+        return [Shape.from_(tuple(out))], [dts[0]]
+
+
+@dataclass(frozen=True, eq=False, kw_only=True, repr=False)
+class CatOp(Op):
+    dim: int
+    name: ClassVar[str] = "cat"
+    variadic: ClassVar[bool] = True
+
+    def infer(self, shapes: Shapes, dts: DTypes) -> tuple[Shapes, DTypes]:
+        first = _dims(shapes[0])
+        total: Any = 0
+        for s in shapes:
+            d = _dims(s)
+            if len(d) != len(first) or any(
+                i != self.dim and Shape.from_((a,)) != Shape.from_((b,))
+                for i, (a, b) in enumerate(zip(d, first))
+            ):
+                raise ShapeError(f"cat along dim {self.dim} of mismatched shapes {shapes}")
+            total = total + d[self.dim]
+        first[self.dim] = total
+        return [Shape.from_(tuple(first))], [dtypes.upcast(*dts)]
+
+
+@dataclass(frozen=True, eq=False, kw_only=True, repr=False)
+class FlipOp(Op):
+    dims: tuple[int, ...]
+    name: ClassVar[str] = "flip"
+
+
+@dataclass(frozen=True, eq=False, kw_only=True, repr=False)
+class IndexSelectOp(Op):
+    """x.index_select(dim, index); a 0-d index removes the dim."""
+
+    dim: int
+    name: ClassVar[str] = "index_select"
+    arity: ClassVar[int] = 2
+
+    def infer(self, shapes: Shapes, dts: DTypes) -> tuple[Shapes, DTypes]:
+        if not dtypes.is_integer(dts[1]):
+            raise DTypeError(f"index_select needs an integer index, got {dts[1]}")
+        src, idx = _dims(shapes[0]), _dims(shapes[1])
+        if len(idx) > 1:
+            raise ShapeError(f"index_select needs a 0-d or 1-d index, got shape {shapes[1]}")
+        out = src[: self.dim] + idx + src[self.dim + 1 :]
+        return [Shape.from_(tuple(out))], [dts[0]]
+
+
+@dataclass(frozen=True, eq=False, kw_only=True, repr=False)
+class GatherOp(Op):
+    dim: int
+    name: ClassVar[str] = "gather"
+    arity: ClassVar[int] = 2
+
+    def infer(self, shapes: Shapes, dts: DTypes) -> tuple[Shapes, DTypes]:
+        return [shapes[1]], [dts[0]]
+
+
+@dataclass(frozen=True, eq=False, kw_only=True, repr=False)
+class ScatterAddOp(Op):
+    """sink.scatter_add(dim, index, src) (inputs: sink, index, src)."""
+
+    dim: int
+    name: ClassVar[str] = "scatter_add"
+    arity: ClassVar[int] = 3
+
+
+@dataclass(frozen=True, eq=False, kw_only=True, repr=False)
+class IndexAddOp(Op):
+    """x.index_add(dim, index, src, alpha) (inputs: x, index, src)."""
+
+    dim: int
+    alpha: float = 1.0
+    name: ClassVar[str] = "index_add"
+    arity: ClassVar[int] = 3
+
+
+# ---------------------------------------------------------------- elementwise
+_FLOAT_UNARY = {"exp", "ln", "sqrt", "sin", "cos", "tan", "sigmoid", "erf", "tanh"}
+_SAME_UNARY = {"neg", "abs", "relu", "floor", "ceil", "round", "trunc", "sign"}
+_BOOL_UNARY = {"not", "isnan", "isinf"}
+UNARY_FNS = frozenset(_FLOAT_UNARY | _SAME_UNARY | _BOOL_UNARY)
+
+_ARITH_BINARY = {"add", "sub", "mul", "pow", "maximum", "minimum", "fmod"}
+_CMP_BINARY = {"lt", "le", "gt", "ge", "eq", "ne"}
+_BOOL_BINARY = {"and", "or", "xor"}
+BINARY_FNS = frozenset(_ARITH_BINARY | _CMP_BINARY | _BOOL_BINARY | {"div"})
+
+
+@dataclass(frozen=True, eq=False, kw_only=True, repr=False)
+class UnaryOp(Op):
+    """An elementwise function of one tensor, named by `fn` (see UNARY_FNS)."""
+
+    fn: str
+    name: ClassVar[str] = "unary"
+
+    def infer(self, shapes: Shapes, dts: DTypes) -> tuple[Shapes, DTypes]:
+        dt = dts[0]
+        if self.fn in _FLOAT_UNARY:
+            dt = dtypes.least_upper_float(dt)
+        elif self.fn in _BOOL_UNARY:
+            dt = dtypes.bool_
+        elif self.fn == "neg" and dtypes.is_unsigned_int(dt):
+            dt = dtypes.least_upper_signed_int(dt)
+        return [shapes[0]], [dt]
+
+    def describe(self) -> str:
+        return self.fn
+
+
+@dataclass(frozen=True, eq=False, kw_only=True, repr=False)
+class BinaryOp(Op):
+    """An elementwise function of two broadcast tensors, named by `fn` (see BINARY_FNS)."""
+
+    fn: str
+    name: ClassVar[str] = "binary"
+    arity: ClassVar[int] = 2
+
+    def infer(self, shapes: Shapes, dts: DTypes) -> tuple[Shapes, DTypes]:
+        shape = Shape.broadcast(shapes[0], shapes[1])
+        dt = dtypes.upcast(dts[0], dts[1])
+        if self.fn in _CMP_BINARY or self.fn in _BOOL_BINARY:
+            dt = dtypes.bool_
+        elif self.fn == "div":
+            dt = dtypes.least_upper_float(dt)
+        return [shape], [dt]
+
+    def describe(self) -> str:
+        return self.fn
+
+
+@dataclass(frozen=True, eq=False, kw_only=True, repr=False)
+class WhereOp(Op):
+    """where(cond, a, b) with broadcasting."""
+
+    name: ClassVar[str] = "where"
+    arity: ClassVar[int] = 3
+
+    def infer(self, shapes: Shapes, dts: DTypes) -> tuple[Shapes, DTypes]:
+        if not dtypes.is_bool(dts[0]):
+            raise DTypeError(f"where needs a bool condition, got {dts[0]}")
+        return [Shape.broadcast(*shapes)], [dtypes.upcast(dts[1], dts[2])]
+
+
+@dataclass(frozen=True, eq=False, kw_only=True, repr=False)
+class CastOp(Op):
+    dtype: DataType
+    name: ClassVar[str] = "cast"
+
+    def infer(self, shapes: Shapes, dts: DTypes) -> tuple[Shapes, DTypes]:
+        return [shapes[0]], [self.dtype]
+
+    def describe(self) -> str:
+        return f"cast({self.dtype})"
+
+
+# ---------------------------------------------------------------- reductions
+@dataclass(frozen=True, eq=False, kw_only=True, repr=False)
+class SumOp(Op):
+    dims: tuple[int, ...]
+    keepdim: bool = False
+    name: ClassVar[str] = "sum"
+
+    def infer(self, shapes: Shapes, dts: DTypes) -> tuple[Shapes, DTypes]:
+        src = _dims(shapes[0])
+        out = [1 if i in self.dims else d for i, d in enumerate(src)]
+        if not self.keepdim:
+            out = [d for i, d in enumerate(src) if i not in self.dims]
+        dt = dts[0]
+        if dtypes.is_bool(dt):
+            dt = dtypes.default_int
+        return [Shape.from_(tuple(out))], [dt]
+
+
+@dataclass(frozen=True, eq=False, kw_only=True, repr=False)
+class MaxOp(Op):
+    """Max over one dim: outputs (values, indices)."""
+
+    dim: int
+    keepdim: bool = False
+    name: ClassVar[str] = "max"
+
+    @property
+    def num_outputs(self) -> int:
+        return 2
+
+    def infer(self, shapes: Shapes, dts: DTypes) -> tuple[Shapes, DTypes]:
+        src = _dims(shapes[0])
+        out = src.copy()
+        if self.keepdim:
+            out[self.dim] = 1
+        else:
+            del out[self.dim]
+        shape = Shape.from_(tuple(out))
+        return [shape, shape], [dts[0], dtypes.int64]
+
+
+@dataclass(frozen=True, eq=False, kw_only=True, repr=False)
+class CumsumOp(Op):
+    dim: int
+    name: ClassVar[str] = "cumsum"
+
+
+@dataclass(frozen=True, eq=False, kw_only=True, repr=False)
+class SortOp(Op):
+    """Sort along a dim: outputs (values, indices)."""
+
+    dim: int
+    descending: bool = False
+    stable: bool = False
+    name: ClassVar[str] = "sort"
+
+    @property
+    def num_outputs(self) -> int:
+        return 2
+
+    def infer(self, shapes: Shapes, dts: DTypes) -> tuple[Shapes, DTypes]:
+        return [shapes[0], shapes[0]], [dts[0], dtypes.int64]
+
+
+# ---------------------------------------------------------------- linear algebra
+@dataclass(frozen=True, eq=False, kw_only=True, repr=False)
+class MatMulOp(Op):
+    """torch.matmul semantics (the API's squeeze quirk is applied in api)."""
+
+    name: ClassVar[str] = "matmul"
+    arity: ClassVar[int] = 2
+
+    def infer(self, shapes: Shapes, dts: DTypes) -> tuple[Shapes, DTypes]:
+        a, b = _dims(shapes[0]), _dims(shapes[1])
+        if not a or not b:
+            raise ShapeError(f"matmul of a scalar: {shapes[0]} @ {shapes[1]}")
+        a2 = [1] + a if len(a) == 1 else a
+        b2 = b + [1] if len(b) == 1 else b
+        if Shape.from_((a2[-1],)) != Shape.from_((b2[-2],)):
+            raise ShapeError(f"matmul shapes do not fit: {shapes[0]} @ {shapes[1]}")
+        batch = Shape.broadcast(Shape.from_(tuple(a2[:-2])), Shape.from_(tuple(b2[:-2])))
+        out = list(batch) + ([a2[-2]] if len(a) > 1 else []) + ([b2[-1]] if len(b) > 1 else [])
+        return [Shape.from_(tuple(out))], [dtypes.upcast(dts[0], dts[1])]
+
+
+@dataclass(frozen=True, eq=False, kw_only=True, repr=False)
+class ConvOp(Op):
+    """N-d convolution (input (N, C, *sp), weight (O, C/g, *k)), optionally transposed."""
+
+    n_dims: int
+    stride: tuple[int, ...]
+    padding: tuple[int, ...]
+    dilation: tuple[int, ...]
+    transposed: bool = False
+    output_padding: tuple[int, ...] = ()
+    groups: int = 1
+    name: ClassVar[str] = "conv"
+    arity: ClassVar[int] = 2
+
+    def infer(self, shapes: Shapes, dts: DTypes) -> tuple[Shapes, DTypes]:
+        x, w = _dims(shapes[0]), _dims(shapes[1])
+        if len(x) != self.n_dims + 2 or len(w) != self.n_dims + 2:
+            raise ShapeError(f"conv{self.n_dims}d of shapes {shapes[0]} and {shapes[1]}")
+        out_ch = w[1] * self.groups if self.transposed else w[0]
+        sp = []
+        for i in range(self.n_dims):
+            k, s, p, d = w[2 + i], self.stride[i], self.padding[i], self.dilation[i]
+            if self.transposed:
+                op = self.output_padding[i] if self.output_padding else 0
+                sp.append((x[2 + i] - 1) * s - 2 * p + d * (k - 1) + op + 1)
+            else:
+                sp.append((x[2 + i] + 2 * p - d * (k - 1) - 1) // s + 1)
+        return [Shape.from_((x[0], out_ch, *sp))], [dtypes.upcast(dts[0], dts[1])]
+
+
+# ---------------------------------------------------------------- sinks and markers
+@dataclass(frozen=True, eq=False, kw_only=True, repr=False)
+class SinkUDFOp(Op):
+    """Calls a user function with the input tensors (and symbol values if `with_ts`)."""
+
+    fn: Callable[..., Any]
+    with_ts: bool = False
+    name: ClassVar[str] = "sink_udf"
+    variadic: ClassVar[bool] = True
+
+    @property
+    def num_outputs(self) -> int:
+        return 0
+
+    def infer(self, shapes: Shapes, dts: DTypes) -> tuple[Shapes, DTypes]:
+        return [], []
+
+
+@dataclass(frozen=True, eq=False, kw_only=True, repr=False)
+class MapUDFOp(Op):
+    """A user function from one tensor to one tensor of a declared shape and dtype."""
+
+    fn: Callable[..., Any]
+    shape: Shape
+    dtype: DataType
+    with_ts: bool = False
+    name: ClassVar[str] = "map_udf"
+
+    def infer(self, shapes: Shapes, dts: DTypes) -> tuple[Shapes, DTypes]:
+        return [self.shape], [self.dtype]
+
+
+@dataclass(frozen=True, eq=False, kw_only=True, repr=False)
+class BarrierOp(Op):
+    """A named marker that depends on every op created before it."""
+
+    label: str
+    name: ClassVar[str] = "barrier"
+    variadic: ClassVar[bool] = True
+
+    @property
+    def num_outputs(self) -> int:
+        return 0
+
+    def infer(self, shapes: Shapes, dts: DTypes) -> tuple[Shapes, DTypes]:
+        return [], []
+
+
+ALL_OPS: tuple[type[Op], ...] = (
+    ConstOp, FillOp, RandOp, EvalSymbolOp, UDFSourceOp, MergeOp, IdentOp, ReshapeOp, PermuteOp,
+    ExpandOp, SliceOp, PadOp, CatOp, FlipOp, IndexSelectOp, GatherOp, ScatterAddOp, IndexAddOp,
+    UnaryOp, BinaryOp, WhereOp, CastOp, SumOp, MaxOp, CumsumOp, SortOp, MatMulOp, ConvOp,
+    SinkUDFOp, MapUDFOp, BarrierOp,
+)
+"""Every primitive; backends must give a kernel for each `name` (tested)."""
+

@@ -1,0 +1,263 @@
+"""The PyTorch backend: device/dtype mapping and one kernel table keyed by op name.
+
+A kernel factory takes the op (and the backend) once at compile time and returns the
+callable the generated code invokes per point, so op parameters are bound ahead of time.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F  # noqa: N812
+
+from tempo.core import ops
+from tempo.core.dl_backend import DLBackend
+from tempo.core.dtype import DataType
+from tempo.core.errors import BackendError
+
+Kernel = Callable[..., Any]
+Factory = Callable[[Any, "TorchBackend"], Kernel]
+
+_DTYPES: dict[str, torch.dtype] = {
+    "bool": torch.bool, "char": torch.int8, "uint8": torch.uint8, "short": torch.int16,
+    "uint16": torch.uint16, "int": torch.int32, "uint32": torch.uint32, "long": torch.int64,
+    "uint64": torch.uint64, "half": torch.float16, "float": torch.float32,
+    "double": torch.float64,
+}
+
+_UNARY: dict[str, Kernel] = {
+    "neg": torch.neg, "exp": torch.exp, "ln": torch.log, "sqrt": torch.sqrt, "sin": torch.sin,
+    "cos": torch.cos, "tan": torch.tan, "tanh": torch.tanh, "sigmoid": torch.sigmoid,
+    "erf": torch.erf, "abs": torch.abs, "relu": torch.relu, "floor": torch.floor,
+    "ceil": torch.ceil, "round": torch.round, "trunc": torch.trunc, "sign": torch.sign,
+    "not": torch.logical_not, "isnan": torch.isnan, "isinf": torch.isinf,
+}
+
+_BINARY: dict[str, Kernel] = {
+    "add": torch.add, "sub": torch.sub, "mul": torch.mul, "div": torch.true_divide,
+    "pow": torch.pow, "maximum": torch.maximum, "minimum": torch.minimum, "fmod": torch.fmod,
+    "lt": torch.lt, "le": torch.le, "gt": torch.gt, "ge": torch.ge, "eq": torch.eq,
+    "ne": torch.ne, "and": torch.logical_and, "or": torch.logical_or, "xor": torch.logical_xor,
+}
+
+
+class TorchBackend:
+    """Kernels and tensor plumbing for PyTorch on CPU or CUDA."""
+
+    name = "torch"
+
+    def __init__(self, dev: str = "cpu", seed: int = 0) -> None:
+        want_gpu = dev.startswith(("gpu", "cuda"))
+        if want_gpu and not torch.cuda.is_available():
+            warnings.warn("dev='gpu' requested but no GPU is present: running on the CPU",
+                          stacklevel=2)
+            want_gpu = False
+        self.device = torch.device("cuda:0" if want_gpu else "cpu")
+        self.generator = torch.Generator(device=self.device)
+        self.generator.manual_seed(seed)
+
+    # ---------------------------------------------------------------- plumbing
+    def dtype(self, dt: DataType) -> torch.dtype:
+        return _DTYPES[dt.name]
+
+    def from_numpy(self, a: np.ndarray, dt: DataType) -> torch.Tensor:
+        return torch.as_tensor(np.array(a), device=self.device).to(self.dtype(dt))
+
+    def stack(self, xs: list[Any]) -> torch.Tensor:
+        return torch.stack(xs)
+
+    def to_torch(self, x: Any) -> torch.Tensor:
+        return x
+
+    def to_numpy(self, x: Any) -> np.ndarray:
+        return x.detach().cpu().numpy()
+
+    def from_dlpack(self, x: Any) -> torch.Tensor:
+        return torch.from_dlpack(x)
+
+    def shape_of(self, x: Any) -> tuple[int, ...]:
+        return tuple(x.shape)
+
+    def dtype_name(self, x: Any) -> str:
+        return {v: k for k, v in _DTYPES.items()}[x.dtype]
+
+    def nbytes(self, x: Any) -> int:
+        return int(x.numel() * x.element_size())
+
+    def sync(self) -> None:
+        if self.device.type == "cuda":
+            torch.cuda.synchronize()
+
+    def kernel(self, op: ops.Op) -> Kernel:
+        factory = KERNELS.get(op.name)
+        if factory is None:
+            raise BackendError(f"the torch backend has no kernel for {op!r}", site=op.site)
+        return factory(op, self)
+
+
+def _const(op: ops.ConstOp, be: TorchBackend) -> Kernel:
+    value = be.from_numpy(op.value, op.dtype)
+    return lambda: value
+
+
+def _fill(op: ops.FillOp, be: TorchBackend) -> Kernel:
+    dt, dev, v = be.dtype(op.dtype), be.device, op.value
+    static = [d for d in op.shape if isinstance(d, int)] == list(op.shape)
+    if static:
+        value = torch.full(tuple(op.shape), v, dtype=dt, device=dev)
+        return lambda: value
+
+    def fill(*sym: int) -> torch.Tensor:
+        it = iter(sym)
+        shape = tuple(d if isinstance(d, int) else next(it) for d in op.shape)
+        return torch.full(shape, v, dtype=dt, device=dev)
+
+    return fill
+
+
+def _rand(op: ops.RandOp, be: TorchBackend) -> Kernel:
+    shape, dt, dev, gen = tuple(op.shape), be.dtype(op.dtype), be.device, be.generator
+    return lambda: torch.rand(shape, dtype=dt, device=dev, generator=gen)
+
+
+def _eval_symbol(op: ops.EvalSymbolOp, be: TorchBackend) -> Kernel:
+    dt, dev = be.dtype(op.dtype), be.device
+    return lambda v: torch.tensor(v, dtype=dt, device=dev)
+
+
+def _udf_source(op: ops.UDFSourceOp, be: TorchBackend) -> Kernel:
+    dt, dev, fn = be.dtype(op.dtype), be.device, op.fn
+
+    def source(*ts: Any) -> torch.Tensor:
+        return torch.as_tensor(fn(*ts), device=dev).to(dt)
+
+    return source
+
+
+def _ident(op: ops.Op, be: TorchBackend) -> Kernel:
+    return lambda x: x
+
+
+def _dynamic_shape(shape: Any) -> Callable[..., tuple[int, ...]]:
+    dims = list(shape)
+
+    def resolve(*sym: int) -> tuple[int, ...]:
+        it = iter(sym)
+        return tuple(d if isinstance(d, int) else next(it) for d in dims)
+
+    return resolve
+
+
+def _reshape(op: ops.ReshapeOp, be: TorchBackend) -> Kernel:
+    resolve = _dynamic_shape(op.shape)
+    return lambda x, *sym: torch.reshape(x, resolve(*sym))
+
+
+def _expand(op: ops.ExpandOp, be: TorchBackend) -> Kernel:
+    resolve = _dynamic_shape(op.shape)
+    return lambda x, *sym: x.expand(resolve(*sym))
+
+
+def _slice(op: ops.SliceOp, be: TorchBackend) -> Kernel:
+    dim, start, length = op.dim, op.start, op.length
+    if isinstance(start, int) and isinstance(length, int):
+        return lambda x: torch.narrow(x, dim, start, length)
+    if isinstance(start, int):
+        return lambda x, n: torch.narrow(x, dim, start, n)
+    if isinstance(length, int):
+        return lambda x, s: torch.narrow(x, dim, s, length)
+    return lambda x, s, n: torch.narrow(x, dim, s, n)
+
+
+def _pad_index(n: int, before: int, after: int, mode: str) -> list[int]:
+    """Source positions of a padded dim for the index-based modes (reflect, replicate)."""
+    out = []
+    for i in range(-before, n + after):
+        if mode == "replicate":
+            out.append(min(max(i, 0), n - 1))
+        else:  # reflect (no edge repeat), folded for pads longer than n - 1
+            period = 2 * (n - 1) if n > 1 else 1
+            j = abs(i) % period if n > 1 else 0
+            out.append(period - j if j >= n else j)
+    return out
+
+
+def _pad(op: ops.PadOp, be: TorchBackend) -> Kernel:
+    if op.mode == "constant":
+        def pad_const(x: torch.Tensor) -> torch.Tensor:
+            flat: list[int] = []
+            for d in reversed(range(x.ndim)):
+                flat += list(op.padding[d]) if d < len(op.padding) else [0, 0]
+            return F.pad(x, flat, mode="constant", value=op.value)
+
+        return pad_const
+
+    def pad_index(x: torch.Tensor) -> torch.Tensor:
+        for d, (before, after) in enumerate(op.padding):
+            if before or after:
+                idx = _pad_index(x.shape[d], before, after, op.mode)
+                x = torch.index_select(x, d, torch.tensor(idx, device=x.device))
+        return x
+
+    return pad_index
+
+
+KERNELS: dict[str, Factory] = {
+    "const": _const,
+    "fill": _fill,
+    "rand": _rand,
+    "eval_symbol": _eval_symbol,
+    "udf_source": _udf_source,
+    "merge": _ident,
+    "ident": _ident,
+    "reshape": _reshape,
+    "permute": lambda op, be: lambda x: torch.permute(x, op.dims),
+    "expand": _expand,
+    "slice": _slice,
+    "pad": _pad,
+    "cat": lambda op, be: lambda *xs: torch.cat(xs, dim=op.dim),
+    "flip": lambda op, be: lambda x: torch.flip(x, op.dims),
+    "index_select": lambda op, be: (
+        lambda x, i: torch.index_select(x, op.dim, i.reshape(-1)).squeeze(op.dim)
+        if i.ndim == 0 else torch.index_select(x, op.dim, i)
+    ),
+    "gather": lambda op, be: lambda x, i: torch.gather(x, op.dim, i),
+    "scatter_add": lambda op, be: lambda x, i, s: torch.scatter_add(x, op.dim, i, s),
+    "index_add": lambda op, be: lambda x, i, s: torch.index_add(x, op.dim, i, s, alpha=op.alpha),
+    "unary": lambda op, be: _UNARY[op.fn],
+    "binary": lambda op, be: _BINARY[op.fn],
+    "where": lambda op, be: torch.where,
+    "cast": lambda op, be: (lambda dt: lambda x: x.to(dt))(be.dtype(op.dtype)),
+    "sum": lambda op, be: (
+        (lambda x: torch.sum(x, dim=op.dims, keepdim=op.keepdim)) if op.dims else (lambda x: x)
+    ),
+    "max": lambda op, be: lambda x: tuple(torch.max(x, dim=op.dim, keepdim=op.keepdim)),
+    "cumsum": lambda op, be: lambda x: torch.cumsum(x, dim=op.dim),
+    "sort": lambda op, be: lambda x: tuple(
+        torch.sort(x, dim=op.dim, descending=op.descending, stable=op.stable)
+    ),
+    "matmul": lambda op, be: torch.matmul,
+    "conv": lambda op, be: _conv(op),
+    "sink_udf": lambda op, be: op.fn,
+    "map_udf": lambda op, be: op.fn,
+    "barrier": lambda op, be: lambda *xs: None,
+}
+
+
+def _conv(op: ops.ConvOp) -> Kernel:
+    n = op.n_dims
+    if op.transposed:
+        fn = {1: F.conv_transpose1d, 2: F.conv_transpose2d, 3: F.conv_transpose3d}[n]
+        out_pad = op.output_padding or (0,) * n
+        return lambda x, w: fn(x, w, stride=op.stride, padding=op.padding,
+                               output_padding=out_pad, groups=op.groups, dilation=op.dilation)
+    fn = {1: F.conv1d, 2: F.conv2d, 3: F.conv3d}[n]
+    return lambda x, w: fn(x, w, stride=op.stride, padding=op.padding,
+                           dilation=op.dilation, groups=op.groups)
+
+
+DLBackend.register("torch", TorchBackend)

@@ -1,0 +1,174 @@
+"""Schedule tree → one Python function. Loops are Python `for` loops, index expressions
+are inlined arithmetic, each Exec is one call of a pre-bound kernel: no tree walking."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from tempo.core import ops
+from tempo.core.index_expr import PY_GLOBALS, IndexSequence, Slice
+from tempo.core.sdg import SDG, Edge, TensorId
+from tempo.schedule.tree import Exec, Free, FreeBlock, If, Loop, Node, Seq, While
+
+
+class UndefinedPointError(RuntimeError):
+    """A recurrence was read at a point where none of its branches holds."""
+
+
+@dataclass
+class Generated:
+    source: str
+    fn: Callable[[], None]
+    namespace: dict[str, Any] = field(default_factory=dict)
+
+
+def store_name(tid: TensorId) -> str:
+    return f"s{tid.op_id}_{tid.output_id}"
+
+
+def read_slices(store: dict, parts: tuple, stack: Callable) -> Any:
+    """Gather points of `store`: `parts` holds ints and (lo, hi) ranges; ranges are stacked
+    as leading dims in order."""
+    for k, p in enumerate(parts):
+        if isinstance(p, tuple):
+            lo, hi = p
+            return stack(
+                [read_slices(store, parts[:k] + (i,) + parts[k + 1 :], stack) for i in range(lo, hi)]
+            )
+    return store[parts]
+
+
+class CodeGen:
+    """Emits the body of `run()` for one schedule over one SDG."""
+
+    def __init__(self, sdg: SDG, kernels: dict[int, Any], stored: set[TensorId]) -> None:
+        self.sdg = sdg
+        self.kernels = kernels
+        self.stored = stored
+        self.lines: list[str] = []
+
+    # ---------------------------------------------------------------- expressions
+    def _names(self, op: ops.Op, point: tuple[str, ...]) -> dict[str, str]:
+        return {v.name: (p if p.isidentifier() else f"({p})") for v, p in zip(op.domain.variables, point)}
+
+    def _key(self, parts: list[str]) -> str:
+        return "(" + "".join(p + ", " for p in parts) + ")" if parts else "()"
+
+    def read(self, edge: Edge, names: dict[str, str]) -> str:
+        src = store_name(edge.src)
+        expr: IndexSequence = edge.expr
+        members = list(expr)
+        if all(not isinstance(m, Slice) for m in members):
+            return f"{src}[{self._key([m.to_py(names) for m in members])}]"
+        parts = []
+        for m in members:
+            if isinstance(m, Slice):
+                lo, hi = m.bounds_py(names)
+                parts.append(f"({lo}, {hi})")
+            else:
+                parts.append(m.to_py(names))
+        return f"read_slices({src}, {self._key(parts)}, stack)"
+
+    # ---------------------------------------------------------------- statements
+    def emit(self, node: Node, ind: int) -> None:
+        pad = "    " * ind
+        if isinstance(node, Seq):
+            if not node.children:
+                self.lines.append(f"{pad}pass")
+            for c in node.children:
+                self.emit(c, ind)
+        elif isinstance(node, Loop):
+            step = f", {node.step}" if node.step != 1 else ""
+            self.lines.append(f"{pad}for {node.counter} in range({node.lo}, {node.hi}{step}):")
+            self.emit(node.body, ind + 1)
+        elif isinstance(node, While):
+            self.lines.append(f"{pad}{node.counter} = {node.init}")
+            self.lines.append(f"{pad}while {node.cond}:")
+            self.emit(node.body, ind + 1)
+            self.lines.append(f"{pad}    {node.counter} += {node.step}")
+        elif isinstance(node, If):
+            self.lines.append(f"{pad}if {node.cond}:")
+            self.emit(node.then, ind + 1)
+            if node.else_ is not None:
+                self.lines.append(f"{pad}else:")
+                self.emit(node.else_, ind + 1)
+        elif isinstance(node, Exec):
+            self.exec_(node, pad)
+        elif isinstance(node, Free):
+            if node.tensor in self.stored:
+                key = self._key(list(node.point))
+                self.lines.append(f"{pad}{store_name(node.tensor)}.pop({key}, None)")
+        elif isinstance(node, FreeBlock):
+            self.lines.append(f"{pad}{store_name(node.tensor)}.clear()")
+        else:
+            raise TypeError(f"unknown schedule node {node!r}")
+
+    def exec_(self, node: Exec, pad: str) -> None:
+        op = self.sdg.ops[node.op_id]
+        names = self._names(op, node.point)
+        key = self._key([names[v.name] for v in op.domain.variables])
+        edges = self.sdg.in_edges[op.op_id]
+        if isinstance(op, ops.MergeOp):
+            self.merge(op, edges, names, key, pad)
+            return
+        args = [self.read(e, names) for e in edges]
+        args += [e.to_py(names) if not isinstance(e, int) else str(e) for e in op.runtime_exprs()]
+        if getattr(op, "with_ts", False):
+            ts = ", ".join(f"SYM_{v.name}: {names[v.name]}" for v in op.domain.variables)
+            args.append("{" + ts + "}")
+        call = f"k{op.op_id}({', '.join(args)})"
+        n = op.num_outputs
+        if n == 0:
+            self.lines.append(f"{pad}{call}")
+        elif n == 1:
+            self.lines.append(f"{pad}{store_name(TensorId(op.op_id, 0))}[{key}] = {call}")
+        else:
+            tmp = ", ".join(f"_o{k}" for k in range(n))
+            self.lines.append(f"{pad}{tmp} = {call}")
+            for k in range(n):
+                self.lines.append(f"{pad}{store_name(TensorId(op.op_id, k))}[{key}] = _o{k}")
+
+    def merge(self, op: ops.Op, edges: list[Edge], names: dict[str, str], key: str, pad: str) -> None:
+        """First branch whose condition holds wins (the if/elif order is branch order)."""
+        out = store_name(TensorId(op.op_id, 0))
+        for k, e in enumerate(edges):
+            cond = e.cond.to_py(names) if e.cond is not None else "True"
+            kw = "if" if k == 0 else "elif"
+            self.lines.append(f"{pad}{kw} {cond}:")
+            self.lines.append(f"{pad}    {out}[{key}] = {self.read(e, names)}")
+        if edges:
+            self.lines.append(f"{pad}else:")
+        self.lines.append(
+            f"{pad}{'    ' if edges else ''}undefined({op.op_id}, {key})"
+        )
+
+
+def generate(
+    sdg: SDG,
+    tree: Node,
+    kernels: dict[int, Any],
+    stores: dict[TensorId, dict],
+    bounds: dict[str, int],
+    stack: Callable,
+    undefined: Callable[[int, tuple], None],
+) -> Generated:
+    """Compile the schedule into `run()`; stores and kernels are bound as locals."""
+    gen = CodeGen(sdg, kernels, set(stores))
+    gen.emit(tree, 1)
+    header = ["def run():"]
+    for name, value in sorted(bounds.items()):
+        header.append(f"    {name} = {value}")
+    ns: dict[str, Any] = dict(PY_GLOBALS)
+    ns.update({"read_slices": read_slices, "stack": stack, "undefined": undefined})
+    for tid, store in stores.items():
+        ns[store_name(tid)] = store
+    for op_id, k in kernels.items():
+        ns[f"k{op_id}"] = k
+    for v in sdg.universe.variables:
+        ns[f"SYM_{v.name}"] = v
+    source = "\n".join(header + gen.lines) + "\n"
+    code = compile(source, "<tempo-generated>", "exec")
+    exec(code, ns)  # noqa: S102 - our own generated source
+    return Generated(source, ns["run"], ns)

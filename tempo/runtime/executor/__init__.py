@@ -1,0 +1,1 @@
+"""Executors run compiled programs."""

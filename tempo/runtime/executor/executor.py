@@ -1,0 +1,177 @@
+"""The executor: runs the generated program and exposes its results and statistics."""
+
+from __future__ import annotations
+
+import abc
+import time
+from typing import Any
+
+import torch
+
+from tempo.core import ops
+from tempo.core.configs import ExecutionConfig
+from tempo.core.dl_backend import DLBackend
+from tempo.core.errors import ShapeError, TempoError
+from tempo.core.sdg import SDG, TensorId
+from tempo.runtime.codegen import Generated, UndefinedPointError, generate
+from tempo.schedule import tree as st
+from tempo.schedule.scheduler import Schedule
+
+
+class Executor(abc.ABC):
+    """What `ctx.compile()` returns (API.md §4.1)."""
+
+    @abc.abstractmethod
+    def execute(self) -> None: ...
+
+    @abc.abstractmethod
+    def reset(self) -> None: ...
+
+    @abc.abstractmethod
+    def get_spatial_tensor(self, tensor_id: TensorId, index: tuple = ()) -> Any: ...
+
+    def get_spatial_tensor_torch(self, tensor_id: TensorId, index: tuple = ()) -> torch.Tensor:
+        x = self.get_spatial_tensor(tensor_id, index)
+        return x if isinstance(x, torch.Tensor) else torch.from_dlpack(x)
+
+    def shutdown(self) -> None:
+        """Release stored tensors."""
+        self.reset()
+
+
+class PythonExecutor(Executor):
+    """Runs one generated Python function over per-point stores."""
+
+    def __init__(
+        self,
+        sdg: SDG,
+        schedule: Schedule,
+        cfg: ExecutionConfig,
+        bounds: dict[str, int],
+        timings_ms: dict[str, float],
+    ) -> None:
+        self.sdg = sdg
+        self.schedule = schedule
+        self.cfg = cfg
+        self.bounds = bounds
+        be_cls = DLBackend.get_backend(cfg.backend)
+        self.backend = be_cls(dev=cfg.dev, seed=cfg.seed)
+        self.stores: dict[TensorId, dict] = {tid: {} for tid in sdg.tensors}
+        t0 = time.perf_counter()
+        kernels = {op.op_id: self._kernel(op) for op in sdg.topological()}
+        self.generated: Generated = generate(
+            sdg, schedule.tree, kernels, self.stores, bounds, self.backend.stack, self._undefined
+        )
+        timings_ms["codegen"] = (time.perf_counter() - t0) * 1e3
+        self._timings = timings_ms
+
+    def _kernel(self, op: ops.Op) -> Any:
+        k = self.backend.kernel(op)
+        if self.cfg.executor_debug_mode and op.num_outputs > 0:
+            return _checked(op, k, self.sdg, self.backend, self.bounds)
+        return k
+
+    def _undefined(self, op_id: int, point: tuple) -> None:
+        op = self.sdg.ops[op_id]
+        raise UndefinedPointError(
+            f"recurrence {op!r} is read at point {point} where none of its branches holds "
+            f"(defined at {op.site})"
+        )
+
+    # ---------------------------------------------------------------- API
+    def execute(self) -> None:
+        self.generated.fn()
+
+    def reset(self) -> None:
+        for s in self.stores.values():
+            s.clear()
+
+    def get_spatial_tensor(self, tensor_id: TensorId, index: tuple = ()) -> Any:
+        if tensor_id not in self.stores:
+            raise TempoError(f"tensor {tensor_id!r} does not exist (eliminated by the compiler?)")
+        store = self.stores[tensor_id]
+        op = self.sdg.ops[tensor_id.op_id]
+        if not isinstance(index, tuple):
+            index = (index,)
+        if len(index) != len(op.domain):
+            raise TempoError(
+                f"index {index} does not fit the domain {op.domain} of tensor {tensor_id!r}"
+            )
+        parts = []
+        for v, i in zip(op.domain.variables, index):
+            if isinstance(i, slice):
+                ub = self._bound(op, v)
+                lo, hi, step = i.indices(ub)
+                parts.append(list(range(lo, hi, step)))
+            else:
+                parts.append(int(i))
+        return self._gather(store, tensor_id, parts, ())
+
+    def _bound(self, op: ops.Op, v: Any) -> int:
+        return int(op.domain.bound_of(v).evaluate(self._bound_values()))
+
+    def _bound_values(self) -> dict:
+        return {b: self.bounds[b.name] for b in _bound_symbols(self.sdg)}
+
+    def _gather(self, store: dict, tid: TensorId, parts: list, prefix: tuple) -> Any:
+        k = len(prefix)
+        if k == len(parts):
+            if prefix not in store:
+                raise TempoError(
+                    f"tensor {tid!r} has no value at point {prefix}: not computed yet, or freed "
+                    "by garbage collection (use ExecutionConfig(enable_gc=False) to keep it)"
+                )
+            return store[prefix]
+        p = parts[k]
+        if isinstance(p, list):
+            return self.backend.stack([self._gather(store, tid, parts, prefix + (i,)) for i in p])
+        return self._gather(store, tid, parts, prefix + (p,))
+
+    def schedule_text(self) -> str:
+        """The schedule as readable pseudo-Python, followed by the generated source."""
+        names = {op.op_id: f"{op!r}" for op in self.sdg.topological()}
+        return st.render(self.schedule.tree, names) + "\n# generated:\n" + self.generated.source
+
+    def get_compilation_time_breakdown(self) -> dict[str, float]:
+        return dict(self._timings)
+
+    def compile_profile(self) -> dict[str, float]:
+        return self.get_compilation_time_breakdown()
+
+    def memory_stats(self) -> dict[str, int]:
+        live = sum(self.backend.nbytes(x) for s in self.stores.values() for x in s.values())
+        return {"live_bytes": live}
+
+
+def _bound_symbols(sdg: SDG) -> list[Any]:
+    return [v.as_bound() for v in sdg.universe.variables]
+
+
+def _checked(op: ops.Op, kernel: Any, sdg: SDG, be: Any, bounds: dict[str, int]) -> Any:
+    """Debug mode: check every kernel result against the inferred shape and dtype."""
+    infos = [sdg.tensors[TensorId(op.op_id, k)] for k in range(op.num_outputs)]
+    names = [v.name for v in op.domain.variables]
+
+    def run(*args: Any) -> Any:
+        out = kernel(*args)
+        outs = out if op.num_outputs > 1 else (out,)
+        for k, (x, info) in enumerate(zip(outs, infos)):
+            got = be.shape_of(x)
+            if info.shape.is_static():
+                want = tuple(info.shape.as_static())
+                if got != want:
+                    raise ShapeError(
+                        f"{op!r} output {k} has shape {got}, inferred {want} (variables {names})",
+                        site=op.site,
+                    )
+            if be.dtype_name(x) != info.dtype.name:
+                raise ShapeError(
+                    f"{op!r} output {k} has dtype {be.dtype_name(x)}, inferred {info.dtype}",
+                    site=op.site,
+                )
+        return out
+
+    return run
+
+
+__all__ = ["Executor", "PythonExecutor", "UndefinedPointError"]

@@ -1,0 +1,175 @@
+"""SDG → isl: one statement per op over its domain, one dependence map per edge, and one
+free statement per stored tensor ordered after the last reader of each point.
+
+This module only knows "op k reads tensor X at expr under cond"; op semantics stay out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import islpy as isl
+
+from tempo.core.domain import Domain
+from tempo.core.errors import IndexExprError
+from tempo.core.index_expr import Slice, Symbol
+from tempo.core.sdg import SDG, Edge, TensorId
+
+SRC_SUFFIX = "__s"
+
+
+def stmt_name(op_id: int) -> str:
+    return f"S{op_id}"
+
+
+def free_name(tid: TensorId) -> str:
+    return f"F{tid.op_id}_{tid.output_id}"
+
+
+@dataclass
+class IslProgram:
+    """The isl view of one SDG instance: parameters fixed to the compile-time bounds."""
+
+    params: list[str]
+    context: isl.Set
+    domains: isl.UnionSet
+    deps: isl.UnionMap
+    free_deps: isl.UnionMap
+    stmt_domains: dict[str, isl.Set]
+    frees: dict[str, TensorId]
+
+
+def _params_decl(params: list[str]) -> str:
+    return "[" + ", ".join(params) + "]"
+
+
+def _domain_constraints(domain: Domain, suffix: str = "") -> list[str]:
+    out = []
+    for v in domain.variables:
+        bound = domain.bound_of(v)
+        out.append(f"0 <= {v.name}{suffix} < {_isl(bound, suffix)}")
+    return out
+
+
+def _isl(expr: object, suffix: str = "") -> str:
+    """An index expression (or int) in isl syntax, variables renamed with `suffix`."""
+    if isinstance(expr, int):
+        return str(expr)
+    src = expr.to_isl()  # type: ignore[attr-defined]
+    if suffix:
+        for v in sorted(expr.vars_used(), key=lambda s: -len(s.name)):  # type: ignore[attr-defined]
+            src = _rename(src, v.name, v.name + suffix)
+    return f"({src})"
+
+
+def _rename(src: str, old: str, new: str) -> str:
+    import re
+
+    return re.sub(rf"(?<![A-Za-z0-9_]){re.escape(old)}(?![A-Za-z0-9_])", new, src)
+
+
+def _tuple(name: str, domain: Domain, suffix: str = "") -> str:
+    return f"{name}[{', '.join(v.name + suffix for v in domain.variables)}]"
+
+
+def build_program(sdg: SDG, bounds: dict[Symbol, int], stored: list[TensorId]) -> IslProgram:
+    """Statements, exact dependences, and free statements for `stored` tensors."""
+    params = sorted({b.name for b in bounds})
+    decl = _params_decl(params)
+    fixed = " and ".join(f"{p} = {bounds_by_name(bounds)[p]}" for p in params) or "true"
+    context = isl.Set(f"{decl} -> {{ : {fixed} }}")
+
+    stmt_domains: dict[str, isl.Set] = {}
+    for op in sdg.topological():
+        name = stmt_name(op.op_id)
+        cons = " and ".join(_domain_constraints(op.domain)) or "true"
+        try:
+            stmt_domains[name] = isl.Set(f"{decl} -> {{ {_tuple(name, op.domain)} : {cons} }}")
+        except isl.Error as exc:
+            raise IndexExprError(f"domain of {op!r} is not affine: {op.domain}", site=op.site) from exc
+        stmt_domains[name] = stmt_domains[name].intersect_params(context)
+
+    deps = isl.UnionMap.empty(context.get_space().params())
+    for edges in sdg.in_edges.values():
+        for e in edges:
+            deps = deps.union(edge_map(sdg, e, decl, stmt_domains))
+
+    frees: dict[str, TensorId] = {}
+    free_deps = isl.UnionMap.empty(context.get_space().params())
+    for tid in stored:
+        fname = free_name(tid)
+        src_dom = stmt_domains[stmt_name(tid.op_id)]
+        frees[fname] = tid
+        free_dom = src_dom.set_tuple_name(fname)
+        stmt_domains[fname] = free_dom
+        ident = isl.Map.identity(src_dom.get_space().map_from_set()).intersect_domain(src_dom)
+        free_deps = free_deps.union(isl.UnionMap.from_map(ident.set_tuple_name(isl.dim_type.out, fname)))
+        for e in sdg.readers(tid):
+            m = edge_map(sdg, e, decl, stmt_domains).reverse()
+            free_deps = free_deps.union(_rename_range(m, fname))
+
+    domains = isl.UnionSet.empty(context.get_space().params())
+    for s in stmt_domains.values():
+        domains = domains.union(isl.UnionSet.from_set(s))
+    return IslProgram(params, context, domains, deps, free_deps, stmt_domains, frees)
+
+
+def bounds_by_name(bounds: dict[Symbol, int]) -> dict[str, int]:
+    return {b.name: int(v) for b, v in bounds.items()}
+
+
+def _rename_range(m: isl.UnionMap, name: str) -> isl.UnionMap:
+    out = isl.UnionMap.empty(m.get_space())
+    for bm in m.get_map_list():
+        out = out.union(isl.UnionMap.from_map(bm.set_tuple_name(isl.dim_type.out, name)))
+    return out
+
+
+def edge_relation_str(sdg: SDG, e: Edge, decl: str) -> str:
+    """`{ S_src[p'] -> S_sink[p] : p in sink dom, p' in src dom, cond(p), p' = expr(p) }`."""
+    sink, src = sdg.ops[e.sink], sdg.ops[e.src.op_id]
+    cons = _domain_constraints(sink.domain) + _domain_constraints(src.domain, SRC_SUFFIX)
+    if e.cond is not None:
+        cons.append(f"({e.cond.to_isl()})")
+    for v, member in zip(src.domain.variables, e.expr):
+        sv = v.name + SRC_SUFFIX
+        if isinstance(member, Slice):
+            cons.append(f"{_isl(member.start)} <= {sv} < {_isl(member.stop)}")
+        else:
+            cons.append(f"{sv} = {_isl(member)}")
+    lhs = _tuple(stmt_name(src.op_id), src.domain, SRC_SUFFIX)
+    rhs = _tuple(stmt_name(sink.op_id), sink.domain)
+    return f"{decl} -> {{ {lhs} -> {rhs} : {' and '.join(cons) or 'true'} }}"
+
+
+def edge_map(sdg: SDG, e: Edge, decl: str, stmt_domains: dict[str, isl.Set]) -> isl.UnionMap:
+    try:
+        m = isl.Map(edge_relation_str(sdg, e, decl))
+    except isl.Error as exc:
+        sink = sdg.ops[e.sink]
+        raise IndexExprError(
+            f"{sink!r} reads {e.src!r} at [{e.expr}] which isl cannot represent "
+            "(index expressions must be quasi-affine)",
+            site=sink.site,
+        ) from exc
+    return isl.UnionMap.from_map(m)
+
+
+def read_outside(sdg: SDG, e: Edge, decl: str, context: isl.Set) -> isl.Set:
+    """Sink points (under the edge condition) whose read falls outside the source domain."""
+    sink, src = sdg.ops[e.sink], sdg.ops[e.src.op_id]
+    cons = _domain_constraints(sink.domain)
+    if e.cond is not None:
+        cons.append(f"({e.cond.to_isl()})")
+    outs = []
+    for v, member in zip(src.domain.variables, e.expr):
+        ub = _isl(src.domain.bound_of(v))
+        if isinstance(member, Slice):
+            lo, hi = _isl(member.start), _isl(member.stop)
+            outs.append(f"({lo} < 0 or {hi} > {ub} or {hi} < {lo})")
+        else:
+            outs.append(f"({_isl(member)} < 0 or {_isl(member)} >= {ub})")
+    if not outs:
+        return isl.Set(f"{decl} -> {{ : false }}")
+    text = f"{decl} -> {{ {_tuple('P', sink.domain)} : {' and '.join(cons) or 'true'} and ({' or '.join(outs)}) }}"
+    return isl.Set(text).intersect_params(context)

@@ -1,0 +1,119 @@
+"""Our schedule tree: what isl's AST becomes, and what the runtime turns into Python.
+
+Expressions are Python source strings over loop counters and bound names, so code
+generation inlines them and nothing is evaluated by tree walking at run time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from tempo.core.sdg import TensorId
+
+
+@dataclass
+class Node:
+    """Base of schedule-tree nodes."""
+
+
+@dataclass
+class Seq(Node):
+    children: list[Node] = field(default_factory=list)
+
+
+@dataclass
+class Loop(Node):
+    """for counter in range(lo, hi, step): body (hi exclusive)."""
+
+    counter: str
+    lo: str
+    hi: str
+    step: int
+    body: Node
+
+
+@dataclass
+class While(Node):
+    """A loop whose condition isl could not express as an upper bound."""
+
+    counter: str
+    init: str
+    cond: str
+    step: int
+    body: Node
+
+
+@dataclass
+class If(Node):
+    cond: str
+    then: Node
+    else_: Node | None = None
+
+
+@dataclass
+class Exec(Node):
+    """Execute op `op_id` at the point whose domain coordinates are `point`."""
+
+    op_id: int
+    point: tuple[str, ...]
+
+
+@dataclass
+class Free(Node):
+    """Release the stored point `point` of tensor `tensor` (after its last reader)."""
+
+    tensor: TensorId
+    point: tuple[str, ...]
+
+
+@dataclass
+class FreeBlock(Node):
+    """A promoted loop nest of frees: release every point of `tensor` in `ranges`."""
+
+    tensor: TensorId
+    ranges: tuple[tuple[str, str], ...]
+
+
+def render(node: Node, describe: dict[int, str] | None = None, indent: int = 0) -> str:
+    """The tree as readable pseudo-Python (what `executor.schedule_text()` shows)."""
+    pad = "    " * indent
+    describe = describe or {}
+    if isinstance(node, Seq):
+        return "".join(render(c, describe, indent) for c in node.children) or f"{pad}pass\n"
+    if isinstance(node, Loop):
+        step = f", {node.step}" if node.step != 1 else ""
+        head = f"{pad}for {node.counter} in range({node.lo}, {node.hi}{step}):\n"
+        return head + render(node.body, describe, indent + 1)
+    if isinstance(node, While):
+        head = f"{pad}{node.counter} = {node.init}\n{pad}while {node.cond}:\n"
+        body = render(node.body, describe, indent + 1)
+        return head + body + f"{pad}    {node.counter} += {node.step}\n"
+    if isinstance(node, If):
+        out = f"{pad}if {node.cond}:\n" + render(node.then, describe, indent + 1)
+        if node.else_ is not None:
+            out += f"{pad}else:\n" + render(node.else_, describe, indent + 1)
+        return out
+    if isinstance(node, Exec):
+        name = describe.get(node.op_id, f"op{node.op_id}")
+        return f"{pad}{name}[{', '.join(node.point)}]\n"
+    if isinstance(node, Free):
+        return f"{pad}free {node.tensor!r}[{', '.join(node.point)}]\n"
+    if isinstance(node, FreeBlock):
+        rng = ", ".join(f"{lo}:{hi}" for lo, hi in node.ranges)
+        return f"{pad}free {node.tensor!r}[{rng}]\n"
+    raise TypeError(f"unknown schedule node {node!r}")
+
+
+def walk(node: Node) -> list[Node]:
+    """Every node of the tree, pre-order."""
+    out: list[Node] = [node]
+    if isinstance(node, Seq):
+        for c in node.children:
+            out += walk(c)
+    elif isinstance(node, Loop | While):
+        out += walk(node.body)
+    elif isinstance(node, If):
+        out += walk(node.then)
+        if node.else_ is not None:
+            out += walk(node.else_)
+    return out
