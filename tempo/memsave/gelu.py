@@ -74,7 +74,9 @@ def _check_approximate(approximate: str) -> None:
         raise ValueError(f"approximate must be 'none' or 'tanh', got {approximate!r}")
 
 
-def _cdf_parts(x: torch.Tensor, approximate: str) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def _cdf_parts(
+    x: torch.Tensor, approximate: str
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """(c, log c, c'/c) of GELU(x) = x * c(x), computed without underflow in the tails."""
     if approximate == "tanh":
         u2 = 2.0 * _SQRT_2_OVER_PI * (x + _TANH_A * x**3)
@@ -186,7 +188,9 @@ class InplaceGELUFunction(torch.autograd.Function):
         return out.view(grad.shape), None, None
 
 
-def inplace_gelu(x: torch.Tensor, approximate: str = "none", mask_format: str = "bit") -> torch.Tensor:
+def inplace_gelu(
+    x: torch.Tensor, approximate: str = "none", mask_format: str = "bit"
+) -> torch.Tensor:
     """Functional form of :class:`InplaceGELU`."""
     return InplaceGELUFunction.apply(x, approximate, mask_format)
 

@@ -21,7 +21,7 @@ FALLBACK_CALLS: list[int] = [0]
 
 
 def gamma_threshold(weight: torch.Tensor, tol: float | None) -> float:
-    """Smallest |gamma| for which the output-based backward is used (default 1e-3 * max(1, max|g|))."""
+    """Smallest |gamma| using the output-based backward (default 1e-3 * max(1, max|gamma|))."""
     if tol is not None:
         return tol
     return 1e-3 * max(1.0, float(weight.detach().abs().max()))
@@ -164,7 +164,9 @@ class InplaceLayerNorm(nn.LayerNorm):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if not torch.is_grad_enabled():
-            return nn.functional.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
+            return nn.functional.layer_norm(
+                x, self.normalized_shape, self.weight, self.bias, self.eps
+            )
         return inplace_layer_norm(
             x, self.normalized_shape, self.weight, self.bias, self.eps, self.gamma_tol
         )
