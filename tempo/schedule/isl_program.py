@@ -89,10 +89,14 @@ def build_program(sdg: SDG, bounds: dict[Symbol, int], stored: list[TensorId]) -
             raise IndexExprError(f"domain of {op!r} is not affine: {op.domain}", site=op.site) from exc
         stmt_domains[name] = stmt_domains[name].intersect_params(context)
 
+    edge_maps = {id(e): edge_map(sdg, e, decl, stmt_domains) for es in sdg.in_edges.values() for e in es}
+    stmt_domains = executed_domains(sdg, decl, context, stmt_domains, edge_maps)
     deps = isl.UnionMap.empty(context.get_space().params())
     for edges in sdg.in_edges.values():
         for e in edges:
-            deps = deps.union(edge_map(sdg, e, decl, stmt_domains))
+            m = edge_maps[id(e)].intersect_range(isl.UnionSet.from_set(stmt_domains[stmt_name(e.sink)]))
+            edge_maps[id(e)] = m
+            deps = deps.union(m)
 
     frees: dict[str, TensorId] = {}
     free_deps = isl.UnionMap.empty(context.get_space().params())
@@ -105,7 +109,7 @@ def build_program(sdg: SDG, bounds: dict[Symbol, int], stored: list[TensorId]) -
         ident = isl.Map.identity(src_dom.get_space().map_from_set()).intersect_domain(src_dom)
         free_deps = free_deps.union(isl.UnionMap.from_map(ident.set_tuple_name(isl.dim_type.out, fname)))
         for e in sdg.readers(tid):
-            m = edge_map(sdg, e, decl, stmt_domains).reverse()
+            m = edge_maps[id(e)].reverse()
             free_deps = free_deps.union(_rename_range(m, fname))
 
     domains = isl.UnionSet.empty(context.get_space().params())
@@ -170,6 +174,89 @@ def read_outside(sdg: SDG, e: Edge, decl: str, context: isl.Set) -> isl.Set:
         else:
             outs.append(f"({_isl(member)} < 0 or {_isl(member)} >= {ub})")
     if not outs:
-        return isl.Set(f"{decl} -> {{ : false }}")
-    text = f"{decl} -> {{ {_tuple('P', sink.domain)} : {' and '.join(cons) or 'true'} and ({' or '.join(outs)}) }}"
+        outs = ["false"]
+    text = f"{decl} -> {{ {_tuple(stmt_name(sink.op_id), sink.domain)} : {' and '.join(cons) or 'true'} and ({' or '.join(outs)}) }}"
     return isl.Set(text).intersect_params(context)
+
+
+def executed_domains(
+    sdg: SDG,
+    decl: str,
+    context: isl.Set,
+    full: dict[str, isl.Set],
+    edge_maps: dict[int, isl.UnionMap],
+) -> dict[str, isl.Set]:
+    """Each op runs where all its reads land inside their sources. Points dropped that way
+    must not be needed: by a consumer (under its edge condition) or a side effect."""
+    from tempo.core import ops as core_ops
+
+    # Forward to a fixpoint: a point is dropped if one of its reads lands outside the
+    # source's domain, or on a point the source itself dropped.
+    outside = {}
+    for op in sdg.topological():
+        name = stmt_name(op.op_id)
+        bad = full[name].subtract(full[name])
+        for e in sdg.in_edges[op.op_id]:
+            bad = bad.union(read_outside(sdg, e, decl, context))
+        outside[op.op_id] = bad
+    executed = {stmt_name(i): full[stmt_name(i)].subtract(b) for i, b in outside.items()}
+    dropped = {i for i, b in outside.items() if not b.is_empty()}
+    work = list(dropped)
+    for _ in range(64 * max(1, len(sdg.ops))):
+        if not work:
+            break
+        src_id = work.pop()
+        src_name = stmt_name(src_id)
+        gone = isl.UnionSet.from_set(full[src_name].subtract(executed[src_name]))
+        for e in sdg.out_edges.get(src_id, []):
+            sink_name = stmt_name(e.sink)
+            hit = edge_maps[id(e)].intersect_domain(gone).range()
+            if hit.is_empty():
+                continue
+            new = executed[sink_name].subtract(isl.Set.from_union_set(hit))
+            if not new.is_equal(executed[sink_name]):
+                executed[sink_name] = new
+                work.append(e.sink)
+    for op in sdg.topological():
+        name = stmt_name(op.op_id)
+        bad = full[name].subtract(executed[name])
+        if bad.is_empty():
+            continue
+        side_effect = isinstance(op, core_ops.SinkUDFOp | core_ops.BarrierOp)
+        needed = full[name] if side_effect else full[name].subtract(full[name])
+        for e in sdg.out_edges.get(op.op_id, []):
+            img = edge_maps[id(e)].intersect_range(isl.UnionSet.from_set(executed[stmt_name(e.sink)]))
+            if not img.is_empty():
+                needed = needed.union(isl.Set.from_union_set(img.domain()))
+        clash = needed.intersect(bad)
+        if not clash.is_empty() or executed[name].is_empty():
+            _raise_outside(sdg, op, clash if not clash.is_empty() else bad, decl, context,
+                           executed)
+    return executed
+
+
+def _raise_outside(
+    sdg: SDG, op: object, where: isl.Set, decl: str, context: isl.Set,
+    executed: dict[str, isl.Set],
+) -> None:
+    """Name the read that makes a needed point of `op` impossible to compute."""
+    for e in sdg.in_edges[op.op_id]:  # type: ignore[attr-defined]
+        hit = read_outside(sdg, e, decl, context).intersect(where)
+        if hit.is_empty():
+            src_name = stmt_name(e.src.op_id)
+            gone = isl.UnionSet.from_set(
+                isl.Set(f"{decl} -> {{ {src_name}[{', '.join(v.name for v in sdg.ops[e.src.op_id].domain.variables)}] }}").intersect_params(context).subtract(executed[src_name])
+            )
+            m = isl.UnionMap.from_map(isl.Map(edge_relation_str(sdg, e, decl)))
+            hit_u = m.intersect_domain(gone).range().intersect(isl.UnionSet.from_set(where))
+            if hit_u.is_empty():
+                continue
+            hit = isl.Set.from_union_set(hit_u)
+        pt = hit.sample_point()
+        src = sdg.ops[e.src.op_id]
+        raise IndexExprError(
+            f"{op!r} reads {e.src!r} ({src!r}, domain {src.domain}) at [{e.expr}] outside its "
+            f"domain at the needed point {pt}; guard the read with a recurrence branch "
+            "(e.g. y[0] = ...; y[True] = ...) or clamp it (ie.max(t - 1, 0))",
+            site=op.site,  # type: ignore[attr-defined]
+        )

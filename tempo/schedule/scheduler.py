@@ -8,16 +8,14 @@ from dataclasses import dataclass, field
 
 import islpy as isl
 
-from tempo.core.errors import IndexExprError, ScheduleError
+from tempo.core.errors import ScheduleError
 from tempo.core.index_expr import Symbol
 from tempo.core.sdg import SDG, TensorId
 from tempo.schedule.ast_convert import ast_to_tree
 from tempo.schedule.cycles import same_point_cycle
 from tempo.schedule.isl_program import (
     IslProgram,
-    _params_decl,
     build_program,
-    read_outside,
 )
 from tempo.schedule.tree import Node
 
@@ -29,32 +27,13 @@ class Schedule:
     timings_ms: dict[str, float] = field(default_factory=dict)
 
 
-def check_reads_in_domain(sdg: SDG, prog: IslProgram) -> None:
-    """Every read (under its condition) must land inside its source's domain."""
-    decl = _params_decl(prog.params)
-    for edges in sdg.in_edges.values():
-        for e in edges:
-            bad = read_outside(sdg, e, decl, prog.context)
-            if not bad.is_empty():
-                sink = sdg.ops[e.sink]
-                src = sdg.ops[e.src.op_id]
-                pt = bad.sample_point()
-                raise IndexExprError(
-                    f"{sink!r} reads tensor {e.src!r} ({src!r}, domain {src.domain}) at "
-                    f"[{e.expr}], outside its domain, e.g. at sink point {pt}",
-                    site=sink.site,
-                )
-
-
 def compute_schedule(
-    sdg: SDG, bounds: dict[Symbol, int], stored: list[TensorId], check: bool = True
+    sdg: SDG, bounds: dict[Symbol, int], stored: list[TensorId]
 ) -> Schedule:
     """isl schedule of all ops and frees of `stored` tensors, as our schedule tree."""
     t0 = time.perf_counter()
     prog = build_program(sdg, bounds, stored)
     t1 = time.perf_counter()
-    if check:
-        check_reads_in_domain(sdg, prog)
     t2 = time.perf_counter()
     validity = prog.deps.union(prog.free_deps)
     proximity = validity

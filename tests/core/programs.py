@@ -1,0 +1,34 @@
+"""Helpers for program tests: run a Tempo program and fetch results as torch tensors."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from tempo.api import RecurrentTensor, TempoContext
+
+
+def run(cfg: Any, num_dims: int, build: Callable[..., dict[str, RecurrentTensor]],
+        bounds: dict[int, int]) -> dict[str, torch.Tensor]:
+    """Build with the context's (var, bound) pairs; return every named tensor, all points
+    stacked in domain order (bounds keyed by the position of the dimension)."""
+    ctx = TempoContext(cfg, num_dims=num_dims)
+    pairs = ctx.variables_and_bounds
+    with ctx:
+        outs = build(*pairs)
+    exe = ctx.compile({pairs[k][1]: v for k, v in bounds.items()})
+    exe.execute()
+    res = {}
+    for name, rt in outs.items():
+        dom = rt.unindexed_domain
+        idx = tuple(slice(0, bounds[ctx.variables.index(v)]) for v in dom.variables)
+        res[name] = exe.get_spatial_tensor_torch(rt.tensor_id, idx)
+    return res
+
+
+def close(a: torch.Tensor, b: torch.Tensor, atol: float = 1e-5) -> None:
+    assert a.shape == b.shape, (a.shape, b.shape)
+    assert a.dtype == b.dtype, (a.dtype, b.dtype)
+    torch.testing.assert_close(a, b, atol=atol, rtol=1e-5)

@@ -1,0 +1,302 @@
+"""Temporal programs (index patterns, recurrences forward and backward in time), each
+compared with an eager PyTorch loop computing the same maths."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from programs import close, run
+
+from tempo.api import RecurrentTensor as RT
+from tempo.core import index_expr as ie
+from tempo.core.dtype import dtypes
+
+T_ = 7
+X = np.random.default_rng(0).standard_normal((T_, 3)).astype(np.float32)
+XT = torch.from_numpy(X)
+
+
+def _x_source(t):  # noqa: ANN001, ANN202 - test helper
+    return RT.source_with_ts_udf(lambda ts: XT[ts[t]], (3,), dtypes.float32, domain=(t,))
+
+
+def test_shift_sugar_two_dims(cfg) -> None:
+    def build(bB, tT):  # noqa: ANN001, ANN202
+        (b, _), (t, _) = bB, tT
+        o = RT.placeholder((4,), dtypes.float32, domain=(b, t))
+        o[b, 0] = RT.zeros((4,))
+        o[b, t + 1] = o + 1.0
+        return {"o": o}
+
+    res = run(cfg, 2, build, {0: 2, 1: 5})
+    want = torch.arange(5, dtype=torch.float32)[None, :, None].expand(2, 5, 4)
+    close(res["o"], want)
+
+
+def test_previous_point_read(cfg) -> None:
+    def build(tT):  # noqa: ANN001, ANN202
+        t, _ = tT
+        x = _x_source(t)
+        y = RT.placeholder((3,), dtypes.float32, domain=(t,))
+        y[0] = x[0]
+        y[True] = x + x[t - 1]
+        return {"y": y}
+
+    want = XT.clone()
+    want[1:] = XT[1:] + XT[:-1]
+    close(run(cfg, 1, build, {0: T_})["y"], want)
+
+
+def test_fibonacci_two_step_reads(cfg) -> None:
+    def build(tT):  # noqa: ANN001, ANN202
+        t, _ = tT
+        f = RT.placeholder((), dtypes.int64, domain=(t,))
+        f[0] = RT.const(1, dtype=dtypes.int64)
+        f[1] = RT.const(1, dtype=dtypes.int64)
+        f[True] = f[t - 1] + f[t - 2]
+        return {"f": f}
+
+    want = [1, 1]
+    for _ in range(8):
+        want.append(want[-1] + want[-2])
+    close(run(cfg, 1, build, {0: 10})["f"], torch.tensor(want))
+
+
+def test_growing_slice_prefix_sum(cfg) -> None:
+    def build(tT):  # noqa: ANN001, ANN202
+        t, _ = tT
+        x = _x_source(t)
+        return {"y": x[0 : t + 1].sum(0)}
+
+    close(run(cfg, 1, build, {0: T_})["y"], torch.cumsum(XT, 0))
+
+
+def test_future_read_shrinking_slice(cfg) -> None:
+    def build(tT):  # noqa: ANN001, ANN202
+        t, T = tT
+        x = _x_source(t)
+        return {"y": x[t:T].sum(0)}
+
+    want = torch.flip(torch.cumsum(torch.flip(XT, [0]), 0), [0])
+    close(run(cfg, 1, build, {0: T_})["y"], want)
+
+
+def test_window_behind(cfg) -> None:
+    w = 3
+
+    def build(tT):  # noqa: ANN001, ANN202
+        t, _ = tT
+        x = _x_source(t)
+        return {"y": x[ie.max(0, t - w + 1) : t + 1].sum(0)}
+
+    want = torch.stack([XT[max(0, k - w + 1) : k + 1].sum(0) for k in range(T_)])
+    close(run(cfg, 1, build, {0: T_})["y"], want)
+
+
+def test_window_ahead(cfg) -> None:
+    w = 3
+
+    def build(tT):  # noqa: ANN001, ANN202
+        t, T = tT
+        x = _x_source(t)
+        return {"y": x[t : ie.min(t + w, T)].max(0)[0]}
+
+    want = torch.stack([XT[k : min(k + w, T_)].max(0)[0] for k in range(T_)])
+    close(run(cfg, 1, build, {0: T_})["y"], want)
+
+
+def test_constant_slice_whole_dim(cfg) -> None:
+    def build(tT):  # noqa: ANN001, ANN202
+        t, T = tT
+        x = _x_source(t)
+        m = x[0:T].mean(0)
+        return {"m": m, "centred": x - m}
+
+    res = run(cfg, 1, build, {0: T_})
+    close(res["m"], XT.mean(0))
+    close(res["centred"], XT - XT.mean(0))
+
+
+def test_constant_point_reads(cfg) -> None:
+    def build(tT):  # noqa: ANN001, ANN202
+        t, T = tT
+        x = _x_source(t)
+        return {"y": x[0] * 2.0 + x[T - 1] - x[-2]}
+
+    want = (XT[0] * 2 + XT[-1] - XT[-2]).expand(T_, 3)
+    close(run(cfg, 1, build, {0: T_})["y"].expand(T_, 3), want)
+
+
+def test_min_max_point_reads_past_and_future(cfg) -> None:
+    def build(tT):  # noqa: ANN001, ANN202
+        t, T = tT
+        x = _x_source(t)
+        return {"y": x[ie.max(t - 1, 0)] + x[ie.min(t + 1, T - 1)]}
+
+    want = torch.stack([XT[max(k - 1, 0)] + XT[min(k + 1, T_ - 1)] for k in range(T_)])
+    close(run(cfg, 1, build, {0: T_})["y"], want)
+
+
+def test_backward_recurrence_discounted_return(cfg) -> None:
+    gamma = 0.9
+
+    def build(tT):  # noqa: ANN001, ANN202
+        t, T = tT
+        r = _x_source(t)
+        g = RT.placeholder((3,), dtypes.float32, domain=(t,))
+        g[T - 1] = r[T - 1]
+        g[True] = r + gamma * g[t + 1]
+        return {"g": g}
+
+    want = torch.zeros_like(XT)
+    acc = torch.zeros(3)
+    for k in reversed(range(T_)):
+        acc = XT[k] + gamma * acc
+        want[k] = acc
+    close(run(cfg, 1, build, {0: T_})["g"], want)
+
+
+def test_conditions_first_true_branch_wins(cfg) -> None:
+    def build(tT):  # noqa: ANN001, ANN202
+        t, _ = tT
+        x = RT.placeholder((), dtypes.int64, domain=(t,))
+        x[t < 2] = RT.const(10, dtype=dtypes.int64)
+        x[t % 2 == 0] = RT.const(20, dtype=dtypes.int64)
+        x[True] = RT.from_symbol(t)
+        return {"x": x}
+
+    want = [10 if k < 2 else 20 if k % 2 == 0 else k for k in range(8)]
+    close(run(cfg, 1, build, {0: 8})["x"], torch.tensor(want))
+
+
+def test_when_context_guards_definitions(cfg) -> None:
+    from tempo.api.tempo_context_manager import get_active_ctx_manager
+
+    def build(tT):  # noqa: ANN001, ANN202
+        t, _ = tT
+        x = RT.placeholder((), dtypes.float32, domain=(t,))
+        with get_active_ctx_manager().when(t >= 3):
+            x[t % 2 == 1] = RT.const(1.0)
+        x[True] = RT.const(0.0)
+        return {"x": x}
+
+    want = [1.0 if (k >= 3 and k % 2 == 1) else 0.0 for k in range(7)]
+    close(run(cfg, 1, build, {0: 7})["x"], torch.tensor(want))
+
+
+def test_three_dims_rollout_reset_and_step(cfg) -> None:
+    def build(bB, iI, tT):  # noqa: ANN001, ANN202
+        (b, _), (i, _), (t, _) = bB, iI, tT
+        o = RT.placeholder((2,), dtypes.float32, domain=(b, i, t))
+        start = RT.from_symbol(b).cast(dtypes.float32) + RT.from_symbol(i).cast(dtypes.float32)
+        o[b, i, 0] = start.expand((2,))
+        o[b, i, t + 1] = o * 0.5 + 1.0
+        return {"o": o}
+
+    res = run(cfg, 3, build, {0: 2, 1: 3, 2: 4})
+    want = torch.zeros(2, 3, 4, 2)
+    for bb in range(2):
+        for ii in range(3):
+            v = torch.full((2,), float(bb + ii))
+            for tt in range(4):
+                want[bb, ii, tt] = v
+                v = v * 0.5 + 1.0
+    close(res["o"], want)
+
+
+def test_rnn_matmul_recurrence(cfg) -> None:
+    w = np.random.default_rng(1).standard_normal((3, 3)).astype(np.float32) * 0.5
+
+    def build(tT):  # noqa: ANN001, ANN202
+        t, _ = tT
+        x = _x_source(t)
+        W = RT.const(w)
+        h = RT.placeholder((3,), dtypes.float32, domain=(t,))
+        h[0] = RT.zeros((3,))
+        h[t + 1] = (W @ h + x).tanh()
+        return {"h": h}
+
+    want, hh = [], torch.zeros(3)
+    for k in range(T_):
+        want.append(hh)
+        hh = torch.tanh(torch.from_numpy(w) @ hh + XT[k])
+    close(run(cfg, 1, build, {0: T_})["h"], torch.stack(want))
+
+
+def test_nested_recurrences_inner_and_outer(cfg) -> None:
+    def build(tT, iI):  # noqa: ANN001, ANN202
+        (t, _), (i, I) = tT, iI
+        x = RT.placeholder((), dtypes.float32, domain=(t, i))
+        x[0, 0] = RT.const(1.0)
+        x[t, 0] = x[t - 1, I - 1] + 1.0
+        x[t, i + 1] = x * 2.0
+        return {"x": x}
+
+    want = torch.zeros(3, 4)
+    v = 1.0
+    for tt in range(3):
+        v = 1.0 if tt == 0 else want[tt - 1, 3].item() + 1.0
+        for ii in range(4):
+            want[tt, ii] = v
+            v *= 2.0
+    close(run(cfg, 2, build, {0: 3, 1: 4})["x"], want)
+
+
+def test_slice_of_a_recurrence_causal_accumulation(cfg) -> None:
+    def build(tT):  # noqa: ANN001, ANN202
+        t, _ = tT
+        x = _x_source(t)
+        s = RT.placeholder((3,), dtypes.float32, domain=(t,))
+        s[0] = x[0]
+        s[True] = s[t - 1] * 0.5 + x
+        return {"att": (s[0 : t + 1].softmax(0) * x[0 : t + 1]).sum(0)}
+
+    s, ss = [], None
+    for k in range(T_):
+        ss = XT[0] if k == 0 else ss * 0.5 + XT[k]
+        s.append(ss)
+    S = torch.stack(s)
+    want = torch.stack([(torch.softmax(S[: k + 1], 0) * XT[: k + 1]).sum(0) for k in range(T_)])
+    close(run(cfg, 1, build, {0: T_})["att"], want)
+
+
+def test_from_symbol_and_index_expression_operands(cfg) -> None:
+    def build(tT):  # noqa: ANN001, ANN202
+        t, T = tT
+        return {"y": RT.ones((2,)) * t + (T - t)}
+
+    want = torch.stack([torch.ones(2) * k + (6 - k) for k in range(6)])
+    close(run(cfg, 1, build, {0: 6})["y"], want)
+
+
+def test_sink_order_and_symbol_values(cfg) -> None:
+    seen: list[tuple[int, int, float]] = []
+
+    def build(bB, tT):  # noqa: ANN001, ANN202
+        (b, _), (t, _) = bB, tT
+        o = RT.placeholder((), dtypes.float32, domain=(b, t))
+        o[b, 0] = RT.from_symbol(b).cast(dtypes.float32)
+        o[b, t + 1] = o + 1.0
+        o.sink_with_ts_udf(lambda x, ts: seen.append((ts[b], ts[t], float(x))))
+        return {"o": o}
+
+    run(cfg, 2, build, {0: 2, 1: 4})
+    assert sorted(seen) == [(bb, tt, float(bb + tt)) for bb in range(2) for tt in range(4)]
+    for bb in range(2):
+        ts_order = [tt for b_, tt, _ in seen if b_ == bb]
+        assert ts_order == sorted(ts_order), "a recurrence's sink must see time in order"
+
+
+def test_several_outputs_and_sinks(cfg) -> None:
+    got: dict[str, list[torch.Tensor]] = {"a": [], "b": []}
+
+    def build(tT):  # noqa: ANN001, ANN202
+        t, T = tT
+        x = _x_source(t)
+        (x * 2.0)[0:T].sink_udf(lambda v: got["a"].append(v.clone()))
+        x.sum().sink_udf(lambda v: got["b"].append(v.clone()))
+        return {"x": x}
+
+    run(cfg, 1, build, {0: T_})
+    close(got["a"][0], XT * 2)
+    close(torch.stack(got["b"]), XT.sum(1))
