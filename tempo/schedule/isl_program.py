@@ -124,7 +124,9 @@ def bounds_by_name(bounds: dict[Symbol, int]) -> dict[str, int]:
 
 def _rename_range(m: isl.UnionMap, name: str) -> isl.UnionMap:
     out = isl.UnionMap.empty(m.get_space())
-    for bm in m.get_map_list():
+    maps: list[isl.Map] = []
+    m.foreach_map(maps.append)
+    for bm in maps:
         out = out.union(isl.UnionMap.from_map(bm.set_tuple_name(isl.dim_type.out, name)))
     return out
 

@@ -56,7 +56,8 @@ class MovementOps:
         return record1(ops.IdentOp, [self])
 
     def reshape(self, shape: ShapeLike) -> RecurrentTensor:
-        dims = list(Shape.from_(shape)) if not isinstance(shape, int) else [shape]
+        dims = list(shape) if isinstance(shape, tuple | list) else (
+            [shape] if isinstance(shape, int) else list(Shape.from_(shape)))
         if sum(1 for d in dims if isinstance(d, int) and d == -1) > 1:
             raise ShapeError(f"reshape to {shape}: at most one -1", site=user_site())
         if -1 in [d for d in dims if isinstance(d, int)]:
@@ -143,7 +144,12 @@ class MovementOps:
         """Select along spatial `dim`: a scalar index removes the dim, a 1-d index keeps it."""
         d = _norm(dim, self.ndim)  # type: ignore[attr-defined]
         if isinstance(index, int) and not isinstance(index, bool):
-            return self.slice_dim(d, index, index + 1).squeeze(d)
+            n = self.shape[d]  # type: ignore[attr-defined]
+            i = index + n if index < 0 else index
+            if isinstance(n, int) and not 0 <= i < n:
+                raise ShapeError(f"index {index} is out of range for dim {d} of size {n}",
+                                 site=user_site())
+            return self.slice_dim(d, i, i + 1).squeeze(d)
         from tempo.api.ops.creation import from_expr
 
         idx = from_expr(index) if isinstance(index, ie.IntIndexValue) else lift(index)
@@ -151,3 +157,137 @@ class MovementOps:
 
     spatial_index = index
     index_select = index
+
+    def unflatten(self, dim: int, sizes: Sequence[int]) -> RecurrentTensor:
+        shp = list(self.shape)  # type: ignore[attr-defined]
+        d = _norm(dim, len(shp))
+        return self.reshape(tuple(shp[:d]) + tuple(sizes) + tuple(shp[d + 1 :]))
+
+    def repeat(self, num_repeats: int | Sequence[int]) -> RecurrentTensor:
+        """Tile like torch.Tensor.repeat, but a short repeat list is padded with 1s on the
+        right (API §3.8); a long one pads the tensor's shape with 1s on the left."""
+        reps = [num_repeats] if isinstance(num_repeats, int) else list(num_repeats)
+        shp = list(self.shape)  # type: ignore[attr-defined]
+        reps = reps + [1] * (len(shp) - len(reps))
+        shp = [1] * (len(reps) - len(shp)) + shp
+        inter = [v for d in shp for v in (1, d)]
+        big = [v for r, d in zip(reps, shp) for v in (r, d)]
+        out = self.reshape(tuple(inter)).expand(tuple(big))
+        return out.reshape(tuple(r * d for r, d in zip(reps, shp)))
+
+    def repeat_interleave(self, num_repeats: int, dim: int = 0) -> RecurrentTensor:
+        shp = list(self.shape)  # type: ignore[attr-defined]
+        d = _norm(dim, len(shp))
+        big = shp[: d + 1] + [num_repeats] + shp[d + 1 :]
+        out = self.unsqueeze(d + 1).expand(tuple(big))
+        return out.reshape(tuple(shp[:d]) + (shp[d] * num_repeats,) + tuple(shp[d + 1 :]))
+
+    def flip(self, dim: int | Sequence[int]) -> RecurrentTensor:
+        ds = [dim] if isinstance(dim, int) else list(dim)
+        nd = self.ndim  # type: ignore[attr-defined]
+        dims = tuple(sorted({_norm(d, nd) for d in ds}))
+        return record1(ops.FlipOp, [self], dims=dims) if dims else lift(self)
+
+    def split(self, dim: int, num_splits: int) -> list[RecurrentTensor]:
+        """`num_splits` equal parts along `dim`."""
+        d = _norm(dim, self.ndim)  # type: ignore[attr-defined]
+        n = self.shape[d]  # type: ignore[attr-defined]
+        if not isinstance(n, int) or n % num_splits:
+            raise ShapeError(f"cannot split dim {d} of size {n} into {num_splits} equal parts",
+                             site=user_site())
+        k = n // num_splits
+        return [self.slice_dim(d, i * k, (i + 1) * k) for i in range(num_splits)]
+
+    def chunk(self, chunks: int, dim: int = 0) -> list[RecurrentTensor]:
+        return self.split(dim, chunks)
+
+    def pad_dim(self, padding: tuple[int, int] | int, dim: int, mode: str = "constant",
+                value: Any = None) -> RecurrentTensor:
+        nd = self.ndim  # type: ignore[attr-defined]
+        d = _norm(dim, nd)
+        pads: list[Any] = [(0, 0)] * (d + 1)
+        pads[d] = padding
+        return self.pad(tuple(pads), mode, value)
+
+    def pad(self, padding: Sequence[Any], mode: str = "constant",
+            value: Any = None) -> RecurrentTensor:
+        """Pad leading dims by (before, after) (an int pads both sides); modes constant,
+        reflect, replicate and any (= constant)."""
+        if mode not in ("constant", "reflect", "replicate", "any"):
+            raise ShapeError(f"unknown pad mode {mode!r}", site=user_site())
+        pads = tuple((p, p) if isinstance(p, int) else (int(p[0]), int(p[1])) for p in padding)
+        shp = list(self.shape)  # type: ignore[attr-defined]
+        if len(pads) > len(shp):
+            raise ShapeError(f"padding {padding} has more dims than shape {tuple(shp)}",
+                             site=user_site())
+        if mode == "reflect":
+            for (b, a), n in zip(pads, shp):
+                if max(b, a) > 0 and isinstance(n, int) and n < 2:
+                    raise ShapeError(f"reflect padding of a dim of size {n}", site=user_site())
+        if not any(b or a for b, a in pads):
+            return lift(self)
+        m = "constant" if mode == "any" else mode
+        v = 0 if value is None else value
+        return record1(ops.PadOp, [self], padding=pads, mode=m, value=v)
+
+    def dilate(self, dilations: int | Sequence[int], n_dims: int | None = None) -> RecurrentTensor:
+        """Insert `dilation - 1` zeros between the elements of each of the last `n_dims` dims."""
+        nd = self.ndim  # type: ignore[attr-defined]
+        if n_dims is None:
+            n_dims = nd if not isinstance(dilations, Sequence) else len(dilations)
+        dl = [dilations] * n_dims if isinstance(dilations, int) else list(dilations)
+        x: Any = self
+        for i, k in enumerate(dl):
+            d = nd - n_dims + i
+            if k == 1:
+                continue
+            n = x.shape[d]
+            x = x.unsqueeze(d + 1)
+            x = x.pad_dim((0, k - 1), d + 1)
+            x = x.flatten(d, d + 1).slice_dim(d, 0, (n - 1) * k + 1)
+        return lift(x)
+
+    def slice_many(self, slices: Sequence[Any]) -> RecurrentTensor:
+        """Slice dims 0..k by python slices or (start, stop) pairs."""
+        x: Any = self
+        for d, s in enumerate(slices):
+            if isinstance(s, slice):
+                start = 0 if s.start is None else s.start
+                stop = x.shape[d] if s.stop is None else s.stop
+                x = x.slice_dim(d, start, stop, s.step)
+            else:
+                x = x.slice_dim(d, s[0], s[1])
+        return lift(x)
+
+    def index_many(self, indexes: Sequence[Any]) -> RecurrentTensor:
+        """Index dim k by `indexes[k]` (None skips); done last-to-first so dims stay put."""
+        x: Any = self
+        for d in reversed(range(len(indexes))):
+            if indexes[d] is not None:
+                x = x.index(d, indexes[d])
+        return lift(x)
+
+    spatial_index_many = index_many
+
+    def is_like(self, y: Any) -> bool:
+        y = lift(y)
+        return bool(self.shape == y.shape and self.dtype == y.dtype  # type: ignore[attr-defined]
+                    and self.domain == y.domain)  # type: ignore[attr-defined]
+
+    broadcast_tensors = staticmethod(lambda *xs: broadcast_tensors(*xs))
+    upcast_tensors = staticmethod(lambda *xs: upcast_tensors(*xs))
+
+
+def broadcast_tensors(*xs: Any) -> list[RecurrentTensor]:
+    ts = [lift(x) for x in xs]
+    shape = Shape.broadcast(*(t.shape for t in ts))
+    return [t.expand(shape) for t in ts]  # type: ignore[attr-defined]
+
+
+def upcast_tensors(*xs: Any) -> list[RecurrentTensor]:
+    from tempo.api.ops.elementwise import cast
+    from tempo.core.dtype import dtypes
+
+    ts = [lift(x) for x in xs]
+    dt = dtypes.upcast(*(t.dtype for t in ts))
+    return [cast(t, dt) for t in ts]
