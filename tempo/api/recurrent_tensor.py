@@ -6,11 +6,22 @@ from __future__ import annotations
 from typing import Any
 
 from tempo.api import indexing
+from tempo.api.ops import conv as _conv
 from tempo.api.ops import creation
+from tempo.api.ops import indexing_ops as _indexing
+from tempo.api.ops import init as _init
+from tempo.api.ops import random as _random
+from tempo.api.ops.activations import ActivationOps
+from tempo.api.ops.conv import ConvOps
 from tempo.api.ops.creation import CreationOps
 from tempo.api.ops.elementwise import ElementwiseOps
+from tempo.api.ops.indexing_ops import IndexingOps
+from tempo.api.ops.init import InitOps
 from tempo.api.ops.linalg import LinalgOps
 from tempo.api.ops.movement import MovementOps
+from tempo.api.ops.movement import broadcast_tensors as _broadcast_tensors
+from tempo.api.ops.movement import upcast_tensors as _upcast_tensors
+from tempo.api.ops.random import RandomOps
 from tempo.api.ops.reduce import ReduceOps
 from tempo.api.ops.udf import UDFOps
 from tempo.api.tensor_base import MaybeRecurrentTensor, RTBase
@@ -19,7 +30,8 @@ from tempo.core.dtype import dtypes
 
 
 class RecurrentTensor(
-    CreationOps, ElementwiseOps, MovementOps, ReduceOps, LinalgOps, UDFOps, RTBase
+    CreationOps, RandomOps, InitOps, ElementwiseOps, ActivationOps, MovementOps, IndexingOps,
+    ReduceOps, LinalgOps, ConvOps, UDFOps, RTBase
 ):
     """A tensor with symbolic (temporal) dimensions, recorded into the active context."""
 
@@ -32,6 +44,16 @@ class RecurrentTensor(
         indexing.setitem(self, key, value)
 
     lift = staticmethod(_lift)
+    broadcast_tensors = staticmethod(_broadcast_tensors)
+    upcast_tensors = staticmethod(_upcast_tensors)
+
+    @staticmethod
+    def lift_all_to_rt(*xs: Any) -> list[RecurrentTensor]:
+        return [_lift(x) for x in xs]
+
+    def copy_with_no_symbolic_index(self) -> RecurrentTensor:
+        """The tensor read at its own point (drops the symbolic index)."""
+        return self._wrap(self.tensor_id, None, self.requires_grad)
 
     def detach(self) -> RecurrentTensor:
         """The same tensor, cut from autodiff."""
@@ -66,13 +88,33 @@ from_symbol = creation.from_symbol
 from_expr = creation.from_expr
 
 _METHODS = [
+    # arithmetic / elementwise
     "add", "sub", "subtract", "mul", "multiply", "div", "divide", "floor_div", "floor_divide",
-    "remainder", "mod", "pow_", "square", "squared", "neg", "negate", "exp", "ln", "log",
-    "loge", "sqrt", "sin", "cos", "sigmoid", "tanh", "relu", "abs", "floor", "ceil", "erf",
-    "maximum", "minimum", "cast", "logical_not", "less_than", "greater_than", "equals",
-    "not_equals", "ident", "reshape", "flatten", "permute", "transpose", "unsqueeze",
-    "squeeze", "expand", "slice_dim", "index", "spatial_index", "index_select", "sum", "mean",
-    "max", "min", "argmax", "argmin", "cumsum", "softmax", "logsumexp", "matmul", "dot",
+    "remainder", "mod", "pow_", "square", "squared", "reciprocal", "neg", "negate", "exp",
+    "exp2", "exp10", "ln", "log", "loge", "log2", "log10", "log_base", "sqrt", "sin", "cos",
+    "tan", "sigmoid", "tanh", "erf", "abs", "floor", "ceil", "ceiling", "round", "trunc",
+    "truncate", "sign", "isnan", "isinf", "cast", "maximum", "minimum", "clip", "clamp",
+    "normalize", "less_than", "less_than_or_equal", "greater_than", "greater_than_or_equal",
+    "equals", "not_equals", "logical_and", "logical_or", "logical_not", "not_",
+    # activations
+    "relu", "swish", "silu", "elu", "leakyrelu", "leaky_relu", "softplus", "mish", "softmax",
+    "cross_entropy", "logsumexp",
+    # reductions
+    "sum", "mean", "std", "var", "prod", "max", "min", "argmax", "argmin", "cumsum", "cumprod",
+    "l_norm", "discounted_sum", "discounted_cum_sum", "sort",
+    # linear algebra
+    "matmul", "dot",
+    # shape
+    "ident", "reshape", "flatten", "unflatten", "permute", "transpose", "unsqueeze", "squeeze",
+    "expand", "repeat", "repeat_interleave", "flip", "split", "chunk", "pad", "pad_dim",
+    "dilate", "is_like",
+    # spatial indexing
+    "slice_dim", "slice_many", "index", "spatial_index", "index_select", "index_many",
+    "spatial_index_many", "index_add", "spatial_index_add", "gather", "scatter_add",
+    "one_hot",
+    # sampling
+    "multinomial", "sample_top_p", "sample_likely",
+    # udfs and autodiff state
     "sink_udf", "sink_with_ts_udf", "map_udf", "map_with_ts_udf", "detach",
 ]
 
@@ -99,6 +141,43 @@ sink_many_with_ts_udf = RecurrentTensor.sink_many_with_ts_udf
 barrier = RecurrentTensor.barrier
 source_udf = creation.source_udf
 source_with_ts_udf = creation.source_with_ts_udf
-random = creation.random
+placeholder_like = creation.placeholder_like
+const_like = creation.const_like
+ones_like = creation.ones_like
+zeros_like = creation.zeros_like
+fill = creation.fill
+full = creation.full
+random = rand = creation.random
+uniform = _random.uniform
+random_int = _random.random_int
+random_bool = _random.random_bool
+normal = _random.normal
+randn = _random.randn
+scaled_uniform = _init.scaled_uniform
+linear_init_uniform = _init.linear_init_uniform
+glorot_uniform = _init.glorot_uniform
+kaiming_uniform = _init.kaiming_uniform
+kaiming_normal = _init.kaiming_normal
+orthogonal_init = _init.orthogonal_init
+init_from_statedict = _init.init_from_statedict
+init_from_existing_tensor = _init.init_from_existing_tensor
+external_init = _init.external_init
+scatter = _indexing.scatter
+conv_general = convolution = _conv.conv_general
+conv1d, conv2d, conv3d = _conv.conv1d, _conv.conv2d, _conv.conv3d
+broadcast_tensors = _broadcast_tensors
+upcast_tensors = _upcast_tensors
+lift_all_to_rt = RecurrentTensor.lift_all_to_rt
 
-__all__ = ["RecurrentTensor", "MaybeRecurrentTensor", "dtypes", "lift", *_METHODS]
+_FUNCTIONS = [
+    "placeholder", "placeholder_like", "const", "const_like", "ones", "zeros", "ones_like",
+    "zeros_like", "fill", "full", "arange", "from_symbol", "from_expr", "random", "rand",
+    "uniform", "random_int", "random_bool", "normal", "randn", "scaled_uniform",
+    "linear_init_uniform", "glorot_uniform", "kaiming_uniform", "kaiming_normal",
+    "orthogonal_init", "init_from_statedict", "init_from_existing_tensor", "external_init",
+    "source_udf", "source_with_ts_udf", "cat", "stack", "where", "scatter", "conv_general",
+    "convolution", "conv1d", "conv2d", "conv3d", "broadcast_tensors", "upcast_tensors",
+    "lift_all_to_rt", "sink_many_udf", "sink_many_with_ts_udf", "barrier",
+]
+
+__all__ = ["RecurrentTensor", "MaybeRecurrentTensor", "dtypes", "lift", *_METHODS, *_FUNCTIONS]

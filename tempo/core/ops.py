@@ -294,13 +294,23 @@ class IndexSelectOp(Op):
         return [Shape.from_(tuple(out))], [dts[0]]
 
 
+def _check_index(what: str, dt: DataType) -> None:
+    if not dtypes.is_integer(dt):
+        raise DTypeError(f"{what} needs an integer index, got {dt}")
+
+
 @dataclass(frozen=True, eq=False, kw_only=True, repr=False)
 class GatherOp(Op):
+    """torch.gather: out[i][j] = x[index[i][j]][j] along `dim`; shape of the index."""
+
     dim: int
     name: ClassVar[str] = "gather"
     arity: ClassVar[int] = 2
 
     def infer(self, shapes: Shapes, dts: DTypes) -> tuple[Shapes, DTypes]:
+        _check_index("gather", dts[1])
+        if len(shapes[0]) != len(shapes[1]):
+            raise ShapeError(f"gather needs index of {len(shapes[0])} dims, got {shapes[1]}")
         return [shapes[1]], [dts[0]]
 
 
@@ -312,6 +322,14 @@ class ScatterAddOp(Op):
     name: ClassVar[str] = "scatter_add"
     arity: ClassVar[int] = 3
 
+    def infer(self, shapes: Shapes, dts: DTypes) -> tuple[Shapes, DTypes]:
+        _check_index("scatter_add", dts[1])
+        if not len(shapes[0]) == len(shapes[1]) == len(shapes[2]):
+            raise ShapeError(f"scatter_add needs equal ranks, got {shapes}")
+        if dts[0] != dts[2]:
+            raise DTypeError(f"scatter_add of {dts[2]} into {dts[0]}")
+        return [shapes[0]], [dts[0]]
+
 
 @dataclass(frozen=True, eq=False, kw_only=True, repr=False)
 class IndexAddOp(Op):
@@ -321,6 +339,14 @@ class IndexAddOp(Op):
     alpha: float = 1.0
     name: ClassVar[str] = "index_add"
     arity: ClassVar[int] = 3
+
+    def infer(self, shapes: Shapes, dts: DTypes) -> tuple[Shapes, DTypes]:
+        _check_index("index_add", dts[1])
+        if len(shapes[1]) > 1:
+            raise ShapeError(f"index_add needs a 1-d index, got shape {shapes[1]}")
+        if dts[0] != dts[2]:
+            raise DTypeError(f"index_add of {dts[2]} into {dts[0]}")
+        return [shapes[0]], [dts[0]]
 
 
 # ---------------------------------------------------------------- elementwise
@@ -403,6 +429,13 @@ class CastOp(Op):
 
 
 # ---------------------------------------------------------------- reductions
+def accumulate_dtype(dt: DataType) -> DataType:
+    """Sums of bools and narrow ints accumulate in `default_int` (as torch/jax do)."""
+    if dtypes.is_bool(dt) or (dtypes.is_integer(dt) and dt.priority < dtypes.default_int.priority):
+        return dtypes.default_int
+    return dt
+
+
 @dataclass(frozen=True, eq=False, kw_only=True, repr=False)
 class SumOp(Op):
     dims: tuple[int, ...]
@@ -414,10 +447,7 @@ class SumOp(Op):
         out = [1 if i in self.dims else d for i, d in enumerate(src)]
         if not self.keepdim:
             out = [d for i, d in enumerate(src) if i not in self.dims]
-        dt = dts[0]
-        if dtypes.is_bool(dt):
-            dt = dtypes.default_int
-        return [Shape.from_(tuple(out))], [dt]
+        return [Shape.from_(tuple(out))], [accumulate_dtype(dts[0])]
 
 
 @dataclass(frozen=True, eq=False, kw_only=True, repr=False)
@@ -447,6 +477,9 @@ class MaxOp(Op):
 class CumsumOp(Op):
     dim: int
     name: ClassVar[str] = "cumsum"
+
+    def infer(self, shapes: Shapes, dts: DTypes) -> tuple[Shapes, DTypes]:
+        return [shapes[0]], [accumulate_dtype(dts[0])]
 
 
 @dataclass(frozen=True, eq=False, kw_only=True, repr=False)

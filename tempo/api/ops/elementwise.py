@@ -14,7 +14,14 @@ if TYPE_CHECKING:
     from tempo.api.recurrent_tensor import RecurrentTensor
 
 
+_FLOAT_FNS = frozenset({"exp", "ln", "sqrt", "sin", "cos", "tan", "sigmoid", "erf", "tanh"})
+
+
 def unary(fn: str, x: Any) -> RecurrentTensor:
+    """Float functions cast int/bool inputs up first, so kernels only see floats."""
+    x = lift(x)
+    if fn in _FLOAT_FNS and not dtypes.is_float(x.dtype):
+        x = cast(x, dtypes.least_upper_float(x.dtype))
     return record1(ops.UnaryOp, [x], fn=fn)
 
 
@@ -132,6 +139,15 @@ class ElementwiseOps:
     def __or__(self, y: Any) -> RecurrentTensor:
         return binary("or", self, y)
 
+    def __rand__(self, y: Any) -> RecurrentTensor:
+        return binary("and", y, self)
+
+    def __ror__(self, y: Any) -> RecurrentTensor:
+        return binary("or", y, self)
+
+    def __abs__(self) -> RecurrentTensor:
+        return unary("abs", self)
+
     def __invert__(self) -> RecurrentTensor:
         return unary("not", self)
 
@@ -147,6 +163,16 @@ class ElementwiseOps:
     subtract = sub
 
     def mul(self, y: Any) -> RecurrentTensor:
+        """Literal 0, 1 and -1 short-circuit (API §3.8)."""
+        if isinstance(y, int | float) and not isinstance(y, bool) and y in (0, 1, -1):
+            x = lift(self)
+            dt = dtypes.upcast(x.dtype, dtypes.implied(y)) if not dtypes.is_float(x.dtype) \
+                else x.dtype
+            if y == 0:
+                from tempo.api.ops.creation import zeros
+
+                return zeros(x.shape, dt)
+            return cast(x, dt) if y == 1 else -cast(x, dt)
         return binary("mul", self, y)
 
     multiply = mul
@@ -171,6 +197,10 @@ class ElementwiseOps:
 
     def pow_(self, y: Any) -> RecurrentTensor:
         if isinstance(y, int | float) and not isinstance(y, bool):
+            if y == 0:
+                from tempo.api.ops.creation import ones
+
+                return ones(self.shape, _scalar_dtype(y, lift(self)))  # type: ignore[attr-defined]
             if y == 1:
                 return lift(self)
             if y == 2:
@@ -253,3 +283,80 @@ class ElementwiseOps:
 
     def not_equals(self, y: Any) -> RecurrentTensor:
         return binary("ne", self, y)
+
+    def exp2(self) -> RecurrentTensor:
+        return _float(self).mul(_LN2).exp()
+
+    def exp10(self) -> RecurrentTensor:
+        return _float(self).mul(_LN10).exp()
+
+    def log2(self) -> RecurrentTensor:
+        return unary("ln", self) / _LN2
+
+    def log10(self) -> RecurrentTensor:
+        return unary("ln", self) / _LN10
+
+    def log_base(self, antilogarithm: Any) -> RecurrentTensor:
+        """log of `antilogarithm` in base `self`: ln(a) / ln(base)."""
+        return unary("ln", antilogarithm) / unary("ln", self)
+
+    def tan(self) -> RecurrentTensor:
+        return unary("tan", self)
+
+    def reciprocal(self) -> RecurrentTensor:
+        return binary("div", 1.0, _float(self))
+
+    def round(self) -> RecurrentTensor:
+        return unary("round", self)
+
+    def trunc(self) -> RecurrentTensor:
+        return unary("trunc", self)
+
+    truncate = trunc
+    ceiling = ceil
+
+    def sign(self) -> RecurrentTensor:
+        return unary("sign", self)
+
+    def isnan(self) -> RecurrentTensor:
+        return unary("isnan", self)
+
+    def isinf(self) -> RecurrentTensor:
+        return unary("isinf", self)
+
+    def clip(self, lb: Any = None, ub: Any = None) -> RecurrentTensor:
+        x = lift(self)
+        if lb is not None:
+            x = binary("maximum", x, lb)
+        if ub is not None:
+            x = binary("minimum", x, ub)
+        return x
+
+    clamp = clip
+
+    def normalize(self, mean: Any, std: Any, eps: float = 1e-8) -> RecurrentTensor:
+        """(x - mean) / (std + eps)."""
+        return (self - mean) / (lift(std) + eps)  # type: ignore[operator]
+
+    def less_than_or_equal(self, y: Any) -> RecurrentTensor:
+        return binary("le", self, y)
+
+    def greater_than_or_equal(self, y: Any) -> RecurrentTensor:
+        return binary("ge", self, y)
+
+    def logical_and(self, y: Any) -> RecurrentTensor:
+        return binary("and", self, y)
+
+    def logical_or(self, y: Any) -> RecurrentTensor:
+        return binary("or", self, y)
+
+    not_ = logical_not
+
+
+_LN2 = 0.6931471805599453
+_LN10 = 2.302585092994046
+
+
+def _float(x: Any) -> RecurrentTensor:
+    x = lift(x)
+    return x if dtypes.is_float(x.dtype) else cast(x, dtypes.least_upper_float(x.dtype))

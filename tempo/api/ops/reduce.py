@@ -24,6 +24,61 @@ def _dims(dims: int | Sequence[int] | None, ndim: int) -> tuple[int, ...]:
         raise ShapeError(exc.args[0], site=user_site()) from None
 
 
+def _is_tensor_like(v: Any) -> bool:
+    from tempo.api.tensor_base import RTBase
+
+    return isinstance(v, RTBase | float) or (isinstance(v, list))
+
+
+def _elementwise_extreme(xs: list[Any], which: str) -> tuple[Any, Any]:
+    from tempo.api.ops.movement import stack
+    from tempo.api.tensor_base import RTBase, lift
+
+    ts = [lift(x) for x in xs]
+    shape = ts[0].shape
+    for t in ts[1:]:
+        shape = type(shape).broadcast(shape, t.shape)
+    dt = dtypes.upcast(*(t.dtype for t in ts))
+    st = stack([t.cast(dt).expand(shape) for t in ts], dim=0)
+    assert isinstance(st, RTBase)
+    return st.max(0) if which == "max" else st.min(0)  # type: ignore[attr-defined]
+
+
+def _order_reversed(x: Any) -> tuple[Any, Any]:
+    """An order-reversing map (and its inverse): ~v for ints (no overflow at the minimum),
+    not for bools, negation for floats."""
+    dt = x.dtype
+    if dtypes.is_bool(dt):
+        return ~x, lambda v: ~v
+    if dtypes.is_integer(dt):
+        return -1 - x, lambda v: -1 - v  # = ~x; may be computed in a wider dtype
+    return -x, lambda v: -v
+
+
+def _gamma_powers(gamma: float, n: Any, dt: Any) -> Any:
+    from tempo.api.ops.creation import arange
+
+    ft = dt if dtypes.is_float(dt) else dtypes.least_upper_float(dt)
+    return ftype_const(gamma, ft) ** arange(n).cast(ft)
+
+
+def ftype_const(v: float, dt: Any) -> Any:
+    from tempo.api.ops.creation import const
+
+    return const(v, dtype=dt)
+
+
+def _slice_var(x: Any, d: int) -> Any:
+    """The variable of the symbolic slice that produced leading dim `d`, if any."""
+    from tempo.core import index_expr as ie
+
+    if not x.is_indexed:
+        return None
+    slices = [(m, v) for m, v in zip(x.read_expr, x.unindexed_domain.variables)
+              if isinstance(m, ie.Slice)]
+    return slices[d][1] if d < len(slices) else None
+
+
 class ReduceOps:
     """Reduction methods mixed into RecurrentTensor."""
 
@@ -46,8 +101,13 @@ class ReduceOps:
 
         return total / from_expr(n).cast(total.dtype)  # type: ignore[operator]
 
-    def max(self, dim: int | None = None, keepdim: bool = False) -> Any:
-        """Without `dim`, the max over all dims; with `dim`, (values, indices) (API §7.8)."""
+    def max(self, dim: Any = None, keepdim: Any = False, *more: Any) -> Any:
+        """Without `dim`, the max over all dims; with `dim`, (values, indices) (API §7.8).
+        Given tensors instead of a dim, the elementwise max over all of them, still as
+        (values, indices-of-the-winning-tensor)."""
+        if _is_tensor_like(dim):
+            return _elementwise_extreme([self, dim, *([keepdim] if keepdim is not False else []),
+                                         *more], "max")
         if dim is None:
             flat = self.flatten()  # type: ignore[attr-defined]
             return record(ops.MaxOp, [flat], dim=0, keepdim=False)[0]
@@ -55,12 +115,15 @@ class ReduceOps:
         vals, idx = record(ops.MaxOp, [self], dim=d, keepdim=keepdim)
         return vals, idx
 
-    def min(self, dim: int | None = None, keepdim: bool = False) -> Any:
-        neg = -self  # type: ignore[operator]
+    def min(self, dim: Any = None, keepdim: Any = False, *more: Any) -> Any:
+        if _is_tensor_like(dim):
+            return _elementwise_extreme([self, dim, *([keepdim] if keepdim is not False else []),
+                                         *more], "min")
+        x, back = _order_reversed(self)
         if dim is None:
-            return -neg.max()
-        vals, idx = neg.max(dim, keepdim)
-        return -vals, idx
+            return back(x.max())
+        vals, idx = x.max(dim, keepdim)
+        return back(vals), idx
 
     def argmax(self, dim: int | None = None, keepdim: bool = False) -> RecurrentTensor:
         if dim is None:
@@ -68,7 +131,7 @@ class ReduceOps:
         return self.max(dim, keepdim)[1]
 
     def argmin(self, dim: int | None = None, keepdim: bool = False) -> RecurrentTensor:
-        return (-self).argmax(dim, keepdim)  # type: ignore[operator]
+        return _order_reversed(self)[0].argmax(dim, keepdim)
 
     def cumsum(self, dim: int = -1) -> RecurrentTensor:
         d = _dims(dim, self.ndim)[0]  # type: ignore[attr-defined]
@@ -91,5 +154,99 @@ class ReduceOps:
         for d in ds:
             m = m.max(d, keepdim=True)[0]
         m = m.detach()
+        m = m.isinf().where(0.0, m)  # all -inf (or an inf) must not become inf - inf = nan
         out = (self - m).exp().sum(ds, keepdim=True).ln() + m  # type: ignore[operator]
         return out if keepdim else out.squeeze(ds)
+
+    def std(self, dims: int | Sequence[int] | None = None, correction: float = 1.0,
+            keepdim: bool = False) -> RecurrentTensor:
+        """sqrt(sum((x - mean)^2) / (N - correction)) (API §7.5: `correction` honoured)."""
+        ds = _dims(dims, self.ndim)  # type: ignore[attr-defined]
+        n: Any = 1
+        for d in ds:
+            n = n * self.shape[d]  # type: ignore[attr-defined]
+        mu = self.mean(ds, keepdim=True)
+        sq = ((self - mu) ** 2).sum(ds, keepdim=keepdim)  # type: ignore[operator]
+        if isinstance(n, int):
+            return (sq / (n - correction)).sqrt()
+        from tempo.api.ops.creation import from_expr
+
+        return (sq / (from_expr(n).cast(sq.dtype) - correction)).sqrt()
+
+    def var(self, dims: int | Sequence[int] | None = None, correction: float = 1.0,
+            keepdim: bool = False) -> RecurrentTensor:
+        return self.std(dims, correction, keepdim) ** 2
+
+    def prod(self, dims: int | None = None, keepdim: bool = False) -> RecurrentTensor:
+        """Product over one dim (or all), via cumprod's last element."""
+        if dims is None:
+            out = self.flatten().cumprod(0).index(0, -1)  # type: ignore[attr-defined]
+            return out.reshape((1,) * self.ndim) if keepdim else out  # type: ignore[attr-defined]
+        d = _dims(dims, self.ndim)[0]  # type: ignore[attr-defined]
+        out = self.cumprod(d).index(d, -1)  # type: ignore[attr-defined]
+        return out.unsqueeze(d) if keepdim else out
+
+    def cumprod(self, dim: int = -1, positive: bool = False) -> RecurrentTensor:
+        """exp(cumsum(log|x|)) with the sign from a cumulative count of negatives and zeros
+        from a cumulative count of zeros; ints are rounded back (exact for small products)."""
+        from tempo.api.ops.elementwise import _float
+
+        d = _dims(dim, self.ndim)[0]  # type: ignore[attr-defined]
+        orig = self.dtype  # type: ignore[attr-defined]
+        x = _float(self) if not dtypes.is_integer(orig) else self.cast(dtypes.float64)  # type: ignore[attr-defined]
+        if positive:
+            out = x.ln().cumsum(d).exp()
+        else:
+            zero = x == 0.0
+            mag = zero.where(1.0, x.abs()).ln().cumsum(d).exp()
+            negs = (x < 0.0).cumsum(d)
+            sign = 1.0 - (negs % 2).cast(x.dtype) * 2.0
+            out = (zero.cumsum(d) > 0).where(0.0, mag * sign)
+        if dtypes.is_integer(orig) or dtypes.is_bool(orig):
+            return out.round().cast(ops.accumulate_dtype(orig))
+        return out
+
+    def l_norm(self, n: float = 2, dims: int | Sequence[int] | None = None,
+               keepdim: bool = False) -> RecurrentTensor:
+        """(sum |x|^n)^(1/n) over `dims` (all by default)."""
+        from tempo.api.ops.elementwise import _float
+
+        a = _float(self).abs()
+        if n == 1:
+            return a.sum(dims, keepdim)
+        return (a ** n).sum(dims, keepdim) ** (1.0 / n)
+
+    def discounted_sum(self, gamma: float, dim: int = 0, keepdim: bool = False) -> RecurrentTensor:
+        """Σ_k γ^k x_k along `dim` (API §7.4: as documented, not the original's γ^(k+1))."""
+        d = _dims(dim, self.ndim)[0]  # type: ignore[attr-defined]
+        w = _gamma_powers(gamma, self.shape[d], self.dtype)  # type: ignore[attr-defined]
+        w = w.reshape((-1,) + (1,) * (self.ndim - d - 1))  # type: ignore[attr-defined]
+        return (self * w).sum(d, keepdim)  # type: ignore[operator]
+
+    def discounted_cum_sum(self, gamma: float, dim: int = 0,
+                           keep_symbolic_dim: bool = True) -> RecurrentTensor:
+        """G_k = Σ_{j>=k} γ^(j-k) x_j along `dim`, as a (k, j) weight matrix times x.
+        With `keep_symbolic_dim`, a dim that came from a symbolic slice `0:T` is read back at
+        the slice's variable, so the result is per point of that variable."""
+        from tempo.api.ops.creation import arange
+
+        d = _dims(dim, self.ndim)[0]  # type: ignore[attr-defined]
+        n = self.shape[d]  # type: ignore[attr-defined]
+        x = self if d == self.ndim - 1 else self.transpose(d, -1)  # type: ignore[attr-defined]
+        ks = arange(n).cast(dtypes.least_upper_float(x.dtype))
+        diff = ks.unsqueeze(0) - ks.unsqueeze(1)  # [k, j] = j - k
+        ftype = x.dtype if dtypes.is_float(x.dtype) else dtypes.least_upper_float(x.dtype)
+        w = (diff >= 0).where(ftype_const(gamma, ftype) ** diff.cast(ftype), 0.0)
+        out = (x.unsqueeze(-2) * w).sum(-1)
+        out = out if d == self.ndim - 1 else out.transpose(d, -1)  # type: ignore[attr-defined]
+        var = _slice_var(self, d) if keep_symbolic_dim else None
+        return out.index(d, var) if var is not None else out
+
+    def sort(self, dim: int = -1, descending: bool = False, stable: bool = False) -> Any:
+        """(values, indices) as torch.sort, including stable tie order."""
+        d = _dims(dim, max(self.ndim, 1))[0]  # type: ignore[attr-defined]
+        x = self if self.ndim > 0 else self.reshape((1,))  # type: ignore[attr-defined]
+        vals, idx = record(ops.SortOp, [x], dim=d, descending=descending, stable=stable)
+        if self.ndim == 0:  # type: ignore[attr-defined]
+            return vals.reshape(()), idx.reshape(())
+        return vals, idx

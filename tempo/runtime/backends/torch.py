@@ -96,7 +96,27 @@ class TorchBackend:
         factory = KERNELS.get(op.name)
         if factory is None:
             raise BackendError(f"the torch backend has no kernel for {op!r}", site=op.site)
-        return factory(op, self)
+        k = factory(op, self)
+        return k if op.name in _USER_FNS else _guarded(op, k)
+
+
+_USER_FNS = frozenset({"udf_source", "sink_udf", "map_udf"})
+
+
+def _guarded(op: ops.Op, k: Kernel) -> Kernel:
+    """Turn torch's dtype/device failures into a BackendError naming the op and its site."""
+
+    def run(*args: Any) -> Any:
+        try:
+            return k(*args)
+        except (RuntimeError, TypeError, NotImplementedError) as exc:
+            kinds = ", ".join(f"{a.dtype}{tuple(a.shape)}" for a in args
+                              if isinstance(a, torch.Tensor))
+            msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise BackendError(f"torch cannot run {op!r} on [{kinds}]: {msg}",
+                               site=op.site) from None
+
+    return run
 
 
 def _const(op: ops.ConstOp, be: TorchBackend) -> Kernel:
@@ -225,9 +245,9 @@ KERNELS: dict[str, Factory] = {
         lambda x, i: torch.index_select(x, op.dim, i.reshape(-1)).squeeze(op.dim)
         if i.ndim == 0 else torch.index_select(x, op.dim, i)
     ),
-    "gather": lambda op, be: lambda x, i: torch.gather(x, op.dim, i),
-    "scatter_add": lambda op, be: lambda x, i, s: torch.scatter_add(x, op.dim, i, s),
-    "index_add": lambda op, be: lambda x, i, s: torch.index_add(x, op.dim, i, s, alpha=op.alpha),
+    "gather": lambda op, be: lambda x, i: torch.gather(x, op.dim, i.long()),
+    "scatter_add": lambda op, be: lambda x, i, s: torch.scatter_add(x, op.dim, i.long(), s),
+    "index_add": lambda op, be: _index_add(op),
     "unary": lambda op, be: _UNARY[op.fn],
     "binary": lambda op, be: _BINARY[op.fn],
     "where": lambda op, be: torch.where,
@@ -246,6 +266,15 @@ KERNELS: dict[str, Factory] = {
     "map_udf": lambda op, be: op.fn,
     "barrier": lambda op, be: lambda *xs: None,
 }
+
+
+def _index_add(op: ops.IndexAddOp) -> Kernel:
+    def index_add(x: torch.Tensor, i: torch.Tensor, s: torch.Tensor) -> torch.Tensor:
+        if i.ndim == 0:  # a scalar index adds one slice: give it back its dim
+            i, s = i.reshape(1), s.unsqueeze(op.dim)
+        return torch.index_add(x, op.dim, i.long(), s, alpha=op.alpha)
+
+    return index_add
 
 
 def _conv(op: ops.ConvOp) -> Kernel:
