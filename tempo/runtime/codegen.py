@@ -9,11 +9,12 @@ from typing import Any
 
 from tempo.core import ops
 from tempo.core.index_expr import PY_GLOBALS, IndexSequence, Slice
+from tempo.core.errors import TempoError
 from tempo.core.sdg import SDG, Edge, TensorId
 from tempo.schedule.tree import Exec, Free, FreeBlock, If, Loop, Node, Seq, While
 
 
-class UndefinedPointError(RuntimeError):
+class UndefinedPointError(TempoError, RuntimeError):
     """A recurrence was read at a point where none of its branches holds."""
 
 
