@@ -6,6 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from tempo.api import indexing
+from tempo.api.autodiff import AutodiffOps
+from tempo.api.autodiff.tape import note_branch
 from tempo.api.ops import conv as _conv
 from tempo.api.ops import creation
 from tempo.api.ops import indexing_ops as _indexing
@@ -31,7 +33,7 @@ from tempo.core.dtype import dtypes
 
 class RecurrentTensor(
     CreationOps, RandomOps, InitOps, ElementwiseOps, ActivationOps, MovementOps, IndexingOps,
-    ReduceOps, LinalgOps, ConvOps, UDFOps, RTBase
+    ReduceOps, LinalgOps, ConvOps, UDFOps, AutodiffOps, RTBase
 ):
     """A tensor with symbolic (temporal) dimensions, recorded into the active context."""
 
@@ -42,6 +44,7 @@ class RecurrentTensor(
 
     def __setitem__(self, key: Any, value: Any) -> None:
         indexing.setitem(self, key, value)
+        note_branch(self._ctx_mgr, self.tensor_id.op_id, value)
 
     lift = staticmethod(_lift)
     broadcast_tensors = staticmethod(_broadcast_tensors)

@@ -180,6 +180,9 @@ def record(
     sdg.add_op(op, [(x.tensor_id, x.read_expr) for x in xs], shapes, dts)
     rg = combine_requires_grad(xs) if xs else params.get("requires_grad", False)
     outs = [RTBase._final_cls(ops_tid(op, k), None, rg, ctx) for k in range(op.num_outputs)]
+    from tempo.api.autodiff.tape import note_record
+
+    note_record(ctx, op.op_id, xs, outs)
     return outs
 
 

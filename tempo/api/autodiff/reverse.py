@@ -1,0 +1,190 @@
+"""The reverse of one read edge, computed exactly by isl: for each source point p, the set of
+sink points that read it, as pieces `(condition on p, index sequence over the sink domain)`.
+
+A piece's members are points (single-valued reverse: shifts, `max(t-1,0)`, constants) or
+slices (several readers: broadcast dims, slices read by many sinks). Each piece is checked
+to equal its part of the relation, so the gradient is exact at every boundary (ARCH §8).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import islpy as isl
+
+from tempo.core import index_expr as ie
+from tempo.core.domain import Domain
+from tempo.core.errors import IndexExprError
+from tempo.core.index_isl import from_isl_ast_expr, from_isl_pw_aff, isl_pieces
+
+_Q = "__q"
+
+
+@dataclass(frozen=True)
+class Piece:
+    """Sources p with `cond(p)` (None: every source point) are read by sinks `members(p)`."""
+
+    cond: ie.BooleanIndexValue | None
+    members: tuple[ie.IndexAtom, ...]
+
+
+def _qvar(v: ie.Symbol) -> ie.Symbol:
+    return ie.Symbol(v.name + _Q, False, v.idx)
+
+
+def _int_cons(lhs: str, op: str, e: ie.IntIndexValue) -> str:
+    """`lhs op e` in isl syntax, with the piecewise parts of `e` as a disjunction."""
+    parts = []
+    for cond, val in isl_pieces(e):
+        c = f"{lhs} {op} ({val})"
+        parts.append(c if cond is None else f"(({cond}) and {c})")
+    return "(" + " or ".join(parts) + ")"
+
+
+def _bool_isl(c: ie.BooleanIndexValue) -> str:
+    return f"({c.to_isl()})"
+
+
+def _domain_cons(dom: Domain, rename: dict[ie.Symbol, ie.Symbol] | None = None) -> list[str]:
+    out = []
+    for v in dom.variables:
+        name = rename[v].name if rename else v.name
+        out.append(f"0 <= {name}")
+        out.append(_int_cons(name, "<", ie.lift_to_int_ie(dom.bound_of(v))))
+    return out
+
+
+def _params(exprs: Sequence[ie.IndexExpr], doms: Sequence[Domain]) -> dict[str, ie.Symbol]:
+    found: dict[str, ie.Symbol] = {}
+    for d in doms:
+        for v in d.variables:
+            b = v.as_bound()
+            found[b.name] = b
+        for p in d.parameters:
+            found[p.name] = p
+    for e in exprs:
+        for s in e.bound_symbols_used():
+            found[s.name] = s
+    return found
+
+
+def relation_str(
+    src: Domain, sink: Domain, expr: ie.IndexSequence, cond: ie.BooleanIndexValue | None
+) -> tuple[str, dict[str, ie.Symbol]]:
+    """`{ X[p] -> S[q] : q in sink, p in src, cond(q), p in expr(q) }` and its parameters."""
+    qmap = {v: _qvar(v) for v in sink.variables}
+    exprs: list[ie.IndexExpr] = [expr] + ([cond] if cond is not None else [])
+    params = _params(exprs, [src, sink])
+    cons = [f"{p} >= 1" for p in params]
+    cons += _domain_cons(src) + _domain_cons(sink, qmap)
+    if cond is not None:
+        cons.append(_bool_isl(ie.lift_to_bool_ie(cond.remap(qmap))))
+    for v, m in zip(src.variables, expr):
+        if isinstance(m, ie.Slice):
+            cons.append(_int_cons(v.name, ">=", m.start.remap(qmap)))  # type: ignore[arg-type]
+            cons.append(_int_cons(v.name, "<", m.stop.remap(qmap)))  # type: ignore[arg-type]
+        else:
+            cons.append(_int_cons(v.name, "=", m.remap(qmap)))  # type: ignore[arg-type]
+    lhs = f"X[{', '.join(v.name for v in src.variables)}]"
+    rhs = f"S[{', '.join(qmap[v].name for v in sink.variables)}]"
+    text = f"[{', '.join(params)}] -> {{ {lhs} -> {rhs} : {' and '.join(cons)} }}"
+    return text, params
+
+
+def _flat(s: isl.Set) -> isl.Set:
+    """A set over p as a parameter-only set (p becomes parameters), for AST building."""
+    n_par, n = s.dim(isl.dim_type.param), s.dim(isl.dim_type.set)
+    return s.move_dims(isl.dim_type.param, n_par, isl.dim_type.set, 0, n)
+
+
+def _cond_of(s: isl.Set, context: isl.Set, symbols: dict[str, ie.Symbol]) -> ie.BooleanIndexValue:
+    build = isl.AstBuild.from_context(_flat(context))
+    out = from_isl_ast_expr(build.expr_from_set(_flat(s)), symbols)
+    assert isinstance(out, ie.BooleanIndexValue)
+    return out
+
+
+def reverse_edge(
+    src: Domain, sink: Domain, expr: ie.IndexSequence, cond: ie.BooleanIndexValue | None
+) -> list[Piece]:
+    """The exact reverse of "sink at q reads src at expr(q) where cond(q)" as disjoint pieces."""
+    text, params = relation_str(src, sink, expr, cond)
+    try:
+        rel = isl.Map(text)
+    except isl.Error as exc:
+        raise IndexExprError(f"cannot reverse the read [{expr}] (not quasi-affine)") from exc
+    symbols: dict[str, ie.Symbol] = dict(params)
+    symbols.update({v.name: v for v in src.variables})
+    full = rel.domain().universe(rel.domain().get_space()).intersect(
+        isl.Set(f"[{', '.join(params)}] -> {{ X[{', '.join(v.name for v in src.variables)}] : "
+                f"{' and '.join(_domain_cons(src) + [f'{p} >= 1' for p in params])} }}")
+    )
+    pieces = []
+    for bm in rel.coalesce().make_disjoint().get_basic_maps():
+        for m in _affine_parts(isl.Map.from_basic_map(bm)):
+            pieces.append(_piece(m, full, symbols, src, sink, text))
+    return pieces
+
+
+def _affine_parts(m: isl.Map) -> list[isl.Map]:
+    """`m` split by source points until every sink dim's min and max is one affine function
+    (the scheduler reads plain affine expressions, not piecewise ones)."""
+    dom = m.domain()
+    for j in range(m.dim(isl.dim_type.out)):
+        for pw in (m.dim_min(j).gist(dom), m.dim_max(j).gist(dom)):
+            parts = pw.get_pieces()
+            if len(parts) > 1:
+                out = []
+                for part_dom, _ in parts:
+                    sub = m.intersect_domain(part_dom)
+                    if not sub.is_empty():
+                        out += _affine_parts(sub)
+                return out
+    return [m]
+
+
+def _piece(m: isl.Map, full: isl.Set, symbols: dict[str, ie.Symbol], src: Domain,
+           sink: Domain, text: str) -> Piece:
+    dom = m.domain()
+    members: list[ie.IndexAtom] = []
+    box: list[str] = []
+    for j, v in enumerate(sink.variables):
+        lo, hi = m.dim_min(j).gist(dom), m.dim_max(j).gist(dom)
+        lo_e, hi_e = from_isl_pw_aff(lo, symbols), from_isl_pw_aff(hi, symbols)
+        q = _qvar(v).name
+        if dom.is_subset(lo.eq_set(hi)):
+            members.append(lo_e)
+            box.append(_int_cons(q, "=", lo_e))
+        else:
+            members.append(ie.slice_(lo_e, hi_e + 1))
+            box += [_int_cons(q, ">=", lo_e), _int_cons(q, "<=", hi_e)]
+    whole = dom.is_equal(full)
+    cond = None if whole else _cond_of(dom, full, symbols)
+    dom_cons = [] if cond is None else [_bool_isl(cond)]
+    head = text.split(":", 1)[0]
+    full_cons = text.split(":", 1)[1].rsplit("}", 1)[0]
+    p_cons = " and ".join(c for c in _split_top(full_cons) if _Q not in c)
+    check = isl.Map(f"{head}: {' and '.join([p_cons] + dom_cons + box)} }}")
+    if not check.is_equal(m):
+        raise IndexExprError(f"the reverse of the read {text} is not a box per source point; "
+                             "autodiff cannot express it as a read")
+    return Piece(cond, tuple(members))
+
+
+def _split_top(cons: str) -> list[str]:
+    """Split an isl conjunction `a and b and ...` at top level (outside parentheses)."""
+    out, depth, cur = [], 0, []
+    for tok in re.split(r"(\(|\)| and )", cons):
+        if tok == "(":
+            depth += 1
+        elif tok == ")":
+            depth -= 1
+        if tok == " and " and depth == 0:
+            out.append("".join(cur).strip())
+            cur = []
+        else:
+            cur.append(tok)
+    out.append("".join(cur).strip())
+    return [c for c in out if c]

@@ -1,0 +1,76 @@
+"""What autodiff must remember from record time: edges cut by `detach()`/`requires_grad=False`
+inputs, and the leaf wrappers (requires_grad=True, no backward context) that get `.grad`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from tempo.core.sdg import TensorId
+
+if TYPE_CHECKING:
+    from tempo.api.tensor_base import RTBase
+
+_ATTR = "_autodiff_tape"
+
+
+@dataclass(frozen=True)
+class BackwardCtx:
+    """The `_ctx` of an op result that requires grad: the op that made it (API §3.7)."""
+
+    op_id: int
+
+
+@dataclass
+class Tape:
+    """Per-context autodiff facts the SDG alone does not hold."""
+
+    stopped: set[tuple[int, int]] = field(default_factory=set)
+    leaves: dict[TensorId, list[RTBase]] = field(default_factory=dict)
+
+    def note_input(self, sink: int, sink_in: int, x: RTBase) -> None:
+        """Record whether the edge (sink, sink_in), read through wrapper `x`, carries grads."""
+        if x.requires_grad is False:
+            self.stopped.add((sink, sink_in))
+        elif x.requires_grad is True and x._ctx is None:
+            self.note_leaf(x)
+
+    def note_leaf(self, x: RTBase) -> None:
+        ws = self.leaves.setdefault(x.tensor_id, [])
+        if all(w is not x for w in ws):
+            ws.append(x)
+
+    def is_leaf(self, tid: TensorId) -> bool:
+        return tid in self.leaves
+
+
+def tape_of(ctx: Any) -> Tape:
+    """The tape of a TempoContext (created on first use)."""
+    tape = getattr(ctx, _ATTR, None)
+    if tape is None:
+        tape = Tape()
+        setattr(ctx, _ATTR, tape)
+    return tape
+
+
+def note_record(ctx: Any, op_id: int, inputs: list[RTBase], outs: list[RTBase]) -> None:
+    """Hook of `tensor_base.record`: remember input flags, give grad-requiring outputs a ctx."""
+    tape = tape_of(ctx)
+    for k, x in enumerate(inputs):
+        tape.note_input(op_id, k, x)
+    for o in outs:
+        if o.requires_grad is True:
+            o._ctx = BackwardCtx(op_id)
+
+
+def note_branch(ctx: Any, merge_id: int, value: Any) -> None:
+    """Hook of placeholder assignment: the new branch edge is cut if the value is detached."""
+    from tempo.api.tensor_base import RTBase
+
+    sdg = ctx.sdg
+    k = len(sdg.in_edges[merge_id]) - 1
+    tape = tape_of(ctx)
+    if not isinstance(value, RTBase):
+        tape.stopped.add((merge_id, k))
+        return
+    tape.note_input(merge_id, k, value)
