@@ -1,0 +1,110 @@
+"""Command line: `python -m tempo.bench <experiment|all|report|list> [--quick] [--systems a,b]
+[--results DIR]`.
+
+argparse, not python-fire: fire is installable but is not in the `dev` extra that `make test`
+installs, and every runner still gets `--help`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from tempo.bench.launcher import run_grid
+from tempo.bench.plots import plot_experiment
+from tempo.bench.registry import Experiment, load_all, resolve
+from tempo.bench.report import write_report
+
+ORDER = ("gpt2_tpt", "gpt2_block_size", "gpt2_mem", "llama_tpt", "llama_compile",
+         "ppo_small_to_med", "ppo_large_obs", "reinforce_sched", "memsave")
+
+
+def _dirs(args: argparse.Namespace) -> tuple[Path, Path]:
+    """Results root and plots dir: `results/` + `plots/` (full) or `results/quick` +
+    `plots/quick` (--quick) by default; a custom --results keeps its plots in DIR/plots."""
+    if args.results:
+        root = Path(args.results)
+        return root, root / "plots"
+    sub = "quick" if args.quick else ""
+    return Path("results") / sub, Path("plots") / sub
+
+
+def _parser() -> argparse.ArgumentParser:
+    exps = load_all()
+    p = argparse.ArgumentParser(
+        prog="python -m tempo.bench",
+        description="Tempo evaluation suite (BENCHMARKS.md). Runs each system of an experiment's "
+                    "grid in its own subprocess (2 threads), skips points whose results "
+                    "directory exists, then writes plots and REPORT.md.")
+    sub = p.add_subparsers(dest="cmd", required=True, metavar="command")
+
+    def common(sp: argparse.ArgumentParser) -> None:
+        sp.add_argument("--quick", action="store_true", help="tiny grids (seconds per experiment)")
+        sp.add_argument("--results", default=None, metavar="DIR",
+                        help="results root (default results/, or results/quick with --quick)")
+
+    for name in ORDER:
+        e = exps[name]
+        sp = sub.add_parser(name, aliases=list(e.aliases), help=e.title,
+                            description=f"{e.title}. Claim: {e.claim} Systems: "
+                                        + ", ".join(s.name for s in e.systems))
+        common(sp)
+        sp.add_argument("--systems", default=None, metavar="a,b",
+                        help="only these systems (default: all registered)")
+        sp.set_defaults(exps=[name])
+    sp = sub.add_parser("all", help="every experiment in order, then the report")
+    common(sp)
+    sp.add_argument("--systems", default=None, metavar="a,b", help="only these systems")
+    sp.set_defaults(exps=list(ORDER))
+    sp = sub.add_parser("report", help="(re)write plots and REPORT.md from existing results")
+    common(sp)
+    sp.set_defaults(exps=list(ORDER), systems=None, report_only=True)
+    sp = sub.add_parser("list", help="list experiments and their systems")
+    sp.set_defaults(exps=[], systems=None, list_only=True, quick=False, results=None)
+    return p
+
+
+def _list() -> None:
+    for name in ORDER:
+        e = resolve(name)
+        alias = ",".join(e.aliases)
+        print(f"{name} ({alias}): {e.title}")
+        for s in e.systems:
+            why = s.missing_reason()
+            print(f"    {s.name:14s} {'MISSING: ' + why if why else s.target}")
+
+
+def run_experiments(exps: list[Experiment], root: Path, plots: Path, quick: bool,
+                    systems: set[str] | None) -> list[Path]:
+    """Run grids, then plot; returns the plot paths."""
+    made: list[Path] = []
+    for e in exps:
+        pts = [p for p in e.grid(quick) if systems is None or p.system.name in systems]
+        t0 = time.perf_counter()
+        outs = run_grid(pts, root, quick, e.timeout_s, desc=e.name)
+        counts: dict[str, int] = {}
+        for o in outs:
+            counts[o.status] = counts.get(o.status, 0) + 1
+        print(f"[{e.name}] {len(pts)} points in {time.perf_counter() - t0:.1f}s: "
+              + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())), file=sys.stderr)
+        made += plot_experiment(e, root, plots, quick)
+    return made
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if getattr(args, "list_only", False):
+        _list()
+        return 0
+    root, plots = _dirs(args)
+    exps = [resolve(n) for n in args.exps]
+    systems = set(args.systems.split(",")) if args.systems else None
+    if getattr(args, "report_only", False):
+        made = [p for e in exps for p in plot_experiment(e, root, plots, args.quick)]
+    else:
+        made = run_experiments(exps, root, plots, args.quick, systems)
+    rep = write_report(root, [resolve(n) for n in ORDER], args.quick)
+    print(f"plots: {len(made)} in {plots}; report: {rep}", file=sys.stderr)
+    return 0

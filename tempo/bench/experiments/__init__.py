@@ -1,0 +1,1 @@
+"""Experiment definitions; importing a module registers its experiments."""

@@ -1,0 +1,117 @@
+"""`results/REPORT.md`: per experiment the measured values, ratios side by side, the claim each
+table tests and whether it held (claims involving a MISSING system read "not tested")."""
+
+from __future__ import annotations
+
+import json
+import platform
+import time
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from tempo.bench.experiments.common import TableSpec, fmt
+from tempo.bench.registry import Experiment
+from tempo.bench.results import Record, load_records
+
+Cell = float | str
+
+
+def build_table(spec: TableSpec, records: list[Record], metric: str | None = None,
+                scale: float | None = None) -> dict[str, dict[str, Cell]]:
+    """rows -> system -> scaled value, or the label OOM / MISSING."""
+    metric, scale = metric or spec.metric, spec.scale if scale is None else scale
+    tab: dict[str, dict[str, Cell]] = {}
+    for r in records:
+        row = tab.setdefault(spec.row(r.point.cfg), {})
+        v = r.get(metric) if r.status == "ok" else None
+        row[r.point.system.name] = v * scale if v is not None else (
+            r.status if r.status != "ok" else "–")
+    return tab
+
+
+def _markdown(tab: dict[str, dict[str, Cell]], systems: list[str],
+              ratios: tuple[tuple[str, str], ...]) -> list[str]:
+    head = ["point", *systems, *[f"{a}/{b}" for a, b in ratios]]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for row, vals in tab.items():
+        cells = [row]
+        for s in systems:
+            v = vals.get(s, "")
+            cells.append(fmt(v) if isinstance(v, float) else str(v))
+        for a, b in ratios:
+            va, vb = vals.get(a), vals.get(b)
+            cells.append(f"{va / vb:.2f}x" if isinstance(va, float) and isinstance(vb, float)
+                         and vb > 0 else "n/a")
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+def _missing_notes(records: list[Record]) -> list[str]:
+    seen: dict[str, str] = {}
+    for r in records:
+        if r.status == "MISSING" and r.reason:
+            seen.setdefault(r.point.system.name, r.reason)
+    return [f"- `{s}` MISSING: {why}" for s, why in seen.items()]
+
+
+def experiment_section(exp: Experiment, root: Path, quick: bool) -> str:
+    """Markdown section for one experiment."""
+    records = load_records(root, exp.grid(quick))
+    out = [f"## {exp.title}", "", f"*Claim tested:* {exp.claim}", ""]
+    spec: TableSpec | None = exp.extra.get("table")
+    if spec is None:
+        for r in records:
+            if r.status == "ok":
+                out += ["```json", json.dumps(r.summary, indent=1)[:4000], "```"]
+            else:
+                out.append(f"- `{r.point.rel_dir}`: {r.status} — {r.reason}")
+        return "\n".join(out) + "\n"
+    systems = [s.name for s in exp.systems if any(r.point.system is s for r in records)]
+    ratios = tuple((a, b) for a, b in spec.ratios if a in systems and b in systems)
+    tab = build_table(spec, records)
+    out.append(f"**{spec.metric}** ({spec.unit}); ratios are row-wise quotients of this metric.")
+    out += ["", *_markdown(tab, systems, ratios), ""]
+    for metric, label, scale in spec.extra_metrics:
+        out += [f"**{label}**", "", *_markdown(build_table(spec, records, metric, scale),
+                                               systems, ()), ""]
+    if spec.memory_note:
+        out += [f"*Memory measure:* {spec.memory_note}", ""]
+    if spec.checks:
+        out.append("| claim | verdict |")
+        out.append("|---|---|")
+        for check in spec.checks:
+            claim, verdict = check(tab)
+            out.append(f"| {claim} | {verdict} |")
+        out.append("")
+    out += _missing_notes(records)
+    oom = [r.point.rel_dir.rsplit("/", 1)[-1] for r in records if r.status == "OOM"]
+    if oom:
+        out.append(f"- OOM points: {', '.join(oom)}")
+    return "\n".join(out) + "\n"
+
+
+def machine() -> dict[str, Any]:
+    """What the numbers were measured on."""
+    return {"cpu": platform.processor() or platform.machine(),
+            "cores": psutil.cpu_count(), "ram_gib": round(psutil.virtual_memory().total / 2**30),
+            "python": platform.python_version(), "platform": platform.platform()}
+
+
+def write_report(root: Path, exps: list[Experiment], quick: bool) -> Path:
+    """Write REPORT.md under `root` and return its path."""
+    m = machine()
+    parts = [
+        "# Tempo benchmark report", "",
+        f"Generated {time.strftime('%Y-%m-%d %H:%M')} from `{root}` "
+        f"({'--quick' if quick else 'full'} grids) on {m['cores']} cores / {m['ram_gib']} GiB, "
+        f"{m['platform']}, Python {m['python']}. Each system ran in its own process with "
+        "2 threads. Ratios are Tempo vs each baseline (and baseline vs baseline) in the same run;"
+        " a ratio against a MISSING/OOM point is n/a.", ""]
+    for e in exps:
+        parts.append(experiment_section(e, root, quick))
+    path = root / "REPORT.md"
+    root.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(parts))
+    return path
