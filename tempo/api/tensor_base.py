@@ -45,8 +45,21 @@ class RTBase:
         self.tensor_id = tensor_id
         self._index = index
         self.requires_grad = requires_grad
-        self.grad: RecurrentTensor | None = None
+        self._grad: RecurrentTensor | None = None
         self._ctx: Any = None
+
+    @property
+    def grad(self) -> RecurrentTensor | None:
+        """The accumulated gradient of this leaf (any wrapper of the same tensor sees it)."""
+        if self._grad is None and self.requires_grad is True:
+            from tempo.api.autodiff.tape import grad_of
+
+            return grad_of(self)
+        return self._grad
+
+    @grad.setter
+    def grad(self, value: RecurrentTensor | None) -> None:
+        self._grad = value
 
     # ---------------------------------------------------------------- graph facts
     @property

@@ -117,8 +117,8 @@ class _Backward:
             self._define(tid)
         for tid in need:
             if self.tape.is_leaf(tid):
-                for w in self.tape.leaves[tid]:
-                    w.grad = self.adj[tid] if w.grad is None else _accumulate(w.grad, self.adj[tid])
+                old = self.tape.grads.get(tid)
+                self.tape.grads[tid] = self.adj[tid] if old is None else _accumulate(old, self.adj[tid])
 
     def _placeholder(self, tid: TensorId) -> RT:
         info, dom = self.sdg.tensors[tid], self.sdg.ops[tid.op_id].domain

@@ -27,6 +27,7 @@ class Tape:
 
     stopped: set[tuple[int, int]] = field(default_factory=set)
     leaves: dict[TensorId, list[RTBase]] = field(default_factory=dict)
+    grads: dict[TensorId, RTBase] = field(default_factory=dict)
 
     def note_input(self, sink: int, sink_in: int, x: RTBase) -> None:
         """Record whether the edge (sink, sink_in), read through wrapper `x`, carries grads."""
@@ -74,3 +75,8 @@ def note_branch(ctx: Any, merge_id: int, value: Any) -> None:
         tape.stopped.add((merge_id, k))
         return
     tape.note_input(merge_id, k, value)
+
+
+def grad_of(x: RTBase) -> RTBase | None:
+    """The gradient accumulated for x's tensor over all backward() calls so far."""
+    return tape_of(x._ctx_mgr).grads.get(x.tensor_id)

@@ -1,0 +1,178 @@
+"""Gradients through every temporal read pattern, boundaries included, against PyTorch on
+the unrolled program (ARCHITECTURE §4, §8: the reversed relation keeps its conditions)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from autodiff_harness import Prog, assert_close, backends, rnd, torch_grads
+
+from tempo.api import RecurrentTensor as RT
+from tempo.core import index_expr as ie
+from tempo.core.dtype import dtypes
+
+N = 7
+
+
+def _tT(p: Prog):  # noqa: N802
+    return p.vb[0]
+
+
+@pytest.mark.parametrize("backend", backends())
+def test_shift_back_zero_at_start(backend: str) -> None:
+    xs, cs = rnd(N, 3), rnd(N, 3, seed=1)
+    p = Prog(1, backend)
+    (t, T), = p.vb
+    with p.ctx:
+        x, c = p.leaf(xs, (t,)), p.source(cs, (t,))
+        prev = RT.placeholder((3,), dtypes.float32, domain=(t,))
+        prev[0] = RT.zeros((3,))
+        prev[True] = x[t - 1]
+        ((prev * c).tanh() * x).sum().backward()
+    got = p.run({T: N})
+
+    def ref(x: torch.Tensor) -> torch.Tensor:
+        prev = torch.cat([torch.zeros(1, 3), x[:-1]])
+        return ((prev * torch.tensor(cs)).tanh() * x).sum()
+
+    assert_close(got, torch_grads(ref, xs))
+
+
+@pytest.mark.parametrize("backend", backends())
+def test_shift_forward_zero_at_end(backend: str) -> None:
+    xs = rnd(N, 4)
+    p = Prog(1, backend)
+    (t, T), = p.vb
+    with p.ctx:
+        x = p.leaf(xs, (t,))
+        nxt = RT.placeholder((4,), dtypes.float32, domain=(t,))
+        nxt[t < T - 1] = x[t + 1]
+        nxt[True] = RT.zeros((4,))
+        (nxt * x.sin()).sum().backward()
+    got = p.run({T: N})
+    ref = torch_grads(lambda x: (torch.cat([x[1:], torch.zeros(1, 4)]) * x.sin()).sum(), xs)
+    assert_close(got, ref)
+
+
+def test_clamped_shift_max() -> None:
+    xs = rnd(N, 3)
+    p = Prog(1)
+    (t, T), = p.vb
+    with p.ctx:
+        x = p.leaf(xs, (t,))
+        (x[ie.max(t - 1, 0)] * x * x).sum().backward()
+    got = p.run({T: N})
+    ref = torch_grads(lambda x: (torch.cat([x[:1], x[:-1]]) * x * x).sum(), xs)
+    assert_close(got, ref)
+
+
+def test_clamped_shift_min() -> None:
+    xs = rnd(N, 3)
+    p = Prog(1)
+    (t, T), = p.vb
+    with p.ctx:
+        x = p.leaf(xs, (t,))
+        (x[ie.min(t + 2, T - 1)].exp() * x).sum().backward()
+    got = p.run({T: N})
+    idx = [min(i + 2, N - 1) for i in range(N)]
+    ref = torch_grads(lambda x: (x[idx].exp() * x).sum(), xs)
+    assert_close(got, ref)
+
+
+@pytest.mark.parametrize("which", ["first", "last"])
+def test_constant_point_reads(which: str) -> None:
+    xs = rnd(N, 2)
+    p = Prog(1)
+    (t, T), = p.vb
+    with p.ctx:
+        x = p.leaf(xs, (t,))
+        k = 0 if which == "first" else T - 1
+        (x[k] * x).sigmoid().sum().backward()
+    got = p.run({T: N})
+    i = 0 if which == "first" else N - 1
+    ref = torch_grads(lambda x: (x[i : i + 1] * x).sigmoid().sum(), xs)
+    assert_close(got, ref)
+
+
+def test_growing_slice() -> None:
+    xs, cs = rnd(N, 3), rnd(N, 3, seed=2)
+    p = Prog(1)
+    (t, T), = p.vb
+    with p.ctx:
+        x, c = p.leaf(xs, (t,)), p.source(cs, (t,))
+        ((x[0 : t + 1] ** 2).sum(0) * c).sum().backward()
+    got = p.run({T: N})
+    ref = torch_grads(lambda x: sum(((x[: i + 1] ** 2).sum(0) * torch.tensor(cs[i])).sum()
+                                    for i in range(N)), xs)
+    assert_close(got, ref)
+
+
+def test_shrinking_slice() -> None:
+    xs = rnd(N, 3)
+    p = Prog(1)
+    (t, T), = p.vb
+    with p.ctx:
+        x = p.leaf(xs, (t,))
+        (x[t:T].tanh().sum(0) * x).sum().backward()
+    got = p.run({T: N})
+    ref = torch_grads(lambda x: sum((x[i:].tanh().sum(0) * x[i]).sum() for i in range(N)), xs)
+    assert_close(got, ref)
+
+
+def test_window() -> None:
+    xs = rnd(N, 2)
+    p = Prog(1)
+    (t, T), = p.vb
+    with p.ctx:
+        x = p.leaf(xs, (t,))
+        w = x[ie.max(0, t - 2) : t + 1]
+        (w.exp().sum(0).ln() * x).sum().backward()
+    got = p.run({T: N})
+    ref = torch_grads(lambda x: sum((x[max(0, i - 2) : i + 1].exp().sum(0).log() * x[i]).sum()
+                                    for i in range(N)), xs)
+    assert_close(got, ref)
+
+
+def test_constant_slice_read_at_every_point() -> None:
+    xs, cs = rnd(N, 3), rnd(N, 3, seed=3)
+    p = Prog(1)
+    (t, T), = p.vb
+    with p.ctx:
+        x, c = p.leaf(xs, (t,)), p.source(cs, (t,))
+        ((x[0:T] * c).exp().sum(0) * x).sum().backward()
+    got = p.run({T: N})
+    ref = torch_grads(lambda x: sum(((x * torch.tensor(cs[i])).exp().sum(0) * x[i]).sum()
+                                    for i in range(N)), xs)
+    assert_close(got, ref)
+
+
+def test_full_slice_reduces_domain() -> None:
+    xs = rnd(N, 3)
+    p = Prog(1)
+    (t, T), = p.vb
+    with p.ctx:
+        x = p.leaf(xs, (t,))
+        x[0:T].softmax(0).max().backward()
+    got = p.run({T: N})
+    ref = torch_grads(lambda x: x.softmax(0).max(), xs)
+    assert_close(got, ref)
+
+
+def test_merge_branches_first_wins() -> None:
+    xs = rnd(N, 3)
+    p = Prog(1)
+    (t, T), = p.vb
+    with p.ctx:
+        x = p.leaf(xs, (t,))
+        y = RT.placeholder((3,), dtypes.float32, domain=(t,))
+        y[t < 2] = x * 3.0
+        y[t < 4] = x.exp()
+        y[True] = x[ie.max(t - 4, 0)] * x
+        y.sum().backward()
+    got = p.run({T: N})
+
+    def ref(x: torch.Tensor) -> torch.Tensor:
+        rows = [x[i] * 3 if i < 2 else x[i].exp() if i < 4 else x[i - 4] * x[i] for i in range(N)]
+        return torch.stack(rows).sum()
+
+    assert_close(got, torch_grads(ref, xs))
