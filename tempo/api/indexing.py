@@ -9,7 +9,14 @@ from typing import TYPE_CHECKING, Any
 from tempo.api.tensor_base import RTBase, active_ctx, check_symbols, lift
 from tempo.core import index_expr as ie
 from tempo.core import ops
-from tempo.core.errors import DomainError, DTypeError, IndexExprError, ShapeError, TempoError, user_site
+from tempo.core.errors import (
+    DomainError,
+    DTypeError,
+    IndexExprError,
+    ShapeError,
+    TempoError,
+    user_site,
+)
 from tempo.core.sdg import Edge
 
 if TYPE_CHECKING:

@@ -10,11 +10,11 @@ import os
 import time
 from collections.abc import Callable, Mapping
 
+from tempo.compiler.passes import commit_recurrences, dead_code
 from tempo.core.configs import ExecutionConfig
 from tempo.core.errors import BoundError
 from tempo.core.index_expr import Symbol
 from tempo.core.sdg import SDG, TensorId
-from tempo.compiler.passes import commit_recurrences, dead_code
 from tempo.runtime.executor.executor import PythonExecutor
 from tempo.schedule.scheduler import compute_schedule
 

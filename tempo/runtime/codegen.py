@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tempo.core import ops
-from tempo.core.index_expr import PY_GLOBALS, IndexSequence, Slice
 from tempo.core.errors import TempoError
+from tempo.core.index_expr import PY_GLOBALS, IndexSequence, Slice
 from tempo.core.sdg import SDG, Edge, TensorId
 from tempo.schedule.tree import Exec, Free, FreeBlock, If, Loop, Node, Seq, While
 
@@ -23,6 +23,7 @@ class Generated:
     source: str
     fn: Callable[[], None]
     namespace: dict[str, Any] = field(default_factory=dict)
+    line_ops: dict[int, int] = field(default_factory=dict)
 
 
 def store_name(tid: TensorId) -> str:
@@ -35,9 +36,8 @@ def read_slices(store: dict, parts: tuple, stack: Callable) -> Any:
     for k, p in enumerate(parts):
         if isinstance(p, tuple):
             lo, hi = p
-            return stack(
-                [read_slices(store, parts[:k] + (i,) + parts[k + 1 :], stack) for i in range(lo, hi)]
-            )
+            head, rest = parts[:k], parts[k + 1 :]
+            return stack([read_slices(store, head + (i,) + rest, stack) for i in range(lo, hi)])
     return store[parts]
 
 
@@ -49,10 +49,12 @@ class CodeGen:
         self.kernels = kernels
         self.stored = stored
         self.lines: list[str] = []
+        self.line_ops: dict[int, int] = {}
 
     # ---------------------------------------------------------------- expressions
     def _names(self, op: ops.Op, point: tuple[str, ...]) -> dict[str, str]:
-        return {v.name: (p if p.isidentifier() else f"({p})") for v, p in zip(op.domain.variables, point)}
+        return {v.name: (p if p.isidentifier() else f"({p})")
+                for v, p in zip(op.domain.variables, point)}
 
     def _key(self, parts: list[str]) -> str:
         return "(" + "".join(p + ", " for p in parts) + ")" if parts else "()"
@@ -96,7 +98,10 @@ class CodeGen:
                 self.lines.append(f"{pad}else:")
                 self.emit(node.else_, ind + 1)
         elif isinstance(node, Exec):
+            first = len(self.lines)
             self.exec_(node, pad)
+            for k in range(first, len(self.lines)):
+                self.line_ops[k + 2] = node.op_id  # +1 for "def run():", +1 for 1-based
         elif isinstance(node, Free):
             if node.tensor in self.stored:
                 key = self._key(list(node.point))
@@ -131,7 +136,9 @@ class CodeGen:
             for k in range(n):
                 self.lines.append(f"{pad}{store_name(TensorId(op.op_id, k))}[{key}] = _o{k}")
 
-    def merge(self, op: ops.Op, edges: list[Edge], names: dict[str, str], key: str, pad: str) -> None:
+    def merge(
+        self, op: ops.Op, edges: list[Edge], names: dict[str, str], key: str, pad: str
+    ) -> None:
         """First branch whose condition holds wins (the if/elif order is branch order)."""
         out = store_name(TensorId(op.op_id, 0))
         for k, e in enumerate(edges):
@@ -159,8 +166,8 @@ def generate(
     gen = CodeGen(sdg, kernels, set(stores))
     gen.emit(tree, 1)
     header = ["def run():"]
-    for name, value in sorted(bounds.items()):
-        header.append(f"    {name} = {value}")
+    gen.lines = [f"    {name} = {value}" for name, value in sorted(bounds.items())] + gen.lines
+    gen.line_ops = {k + len(bounds): v for k, v in gen.line_ops.items()}
     ns: dict[str, Any] = dict(PY_GLOBALS)
     ns.update({"read_slices": read_slices, "stack": stack, "undefined": undefined})
     for tid, store in stores.items():
@@ -172,4 +179,4 @@ def generate(
     source = "\n".join(header + gen.lines) + "\n"
     code = compile(source, "<tempo-generated>", "exec")
     exec(code, ns)  # noqa: S102 - our own generated source
-    return Generated(source, ns["run"], ns)
+    return Generated(source, ns["run"], ns, gen.line_ops)

@@ -14,6 +14,7 @@ from tempo.core.domain import Domain
 from tempo.core.errors import IndexExprError
 from tempo.core.index_expr import Slice, Symbol
 from tempo.core.sdg import SDG, Edge, TensorId
+from tempo.schedule.domains import executed_domains
 
 SRC_SUFFIX = "__s"
 
@@ -86,17 +87,18 @@ def build_program(sdg: SDG, bounds: dict[Symbol, int], stored: list[TensorId]) -
         try:
             stmt_domains[name] = isl.Set(f"{decl} -> {{ {_tuple(name, op.domain)} : {cons} }}")
         except isl.Error as exc:
-            raise IndexExprError(f"domain of {op!r} is not affine: {op.domain}", site=op.site) from exc
+            raise IndexExprError(f"domain of {op!r} is not affine: {op.domain}",
+                                 site=op.site) from exc
         stmt_domains[name] = stmt_domains[name].intersect_params(context)
 
-    edge_maps = {id(e): edge_map(sdg, e, decl, stmt_domains) for es in sdg.in_edges.values() for e in es}
+    edges = [e for es in sdg.in_edges.values() for e in es]
+    edge_maps = {id(e): edge_map(sdg, e, decl) for e in edges}
     stmt_domains = executed_domains(sdg, decl, context, stmt_domains, edge_maps)
     deps = isl.UnionMap.empty(context.get_space().params())
-    for edges in sdg.in_edges.values():
-        for e in edges:
-            m = edge_maps[id(e)].intersect_range(isl.UnionSet.from_set(stmt_domains[stmt_name(e.sink)]))
-            edge_maps[id(e)] = m
-            deps = deps.union(m)
+    for e in edges:
+        sink_dom = isl.UnionSet.from_set(stmt_domains[stmt_name(e.sink)])
+        edge_maps[id(e)] = edge_maps[id(e)].intersect_range(sink_dom)
+        deps = deps.union(edge_maps[id(e)])
 
     frees: dict[str, TensorId] = {}
     free_deps = isl.UnionMap.empty(context.get_space().params())
@@ -107,7 +109,8 @@ def build_program(sdg: SDG, bounds: dict[Symbol, int], stored: list[TensorId]) -
         free_dom = src_dom.set_tuple_name(fname)
         stmt_domains[fname] = free_dom
         ident = isl.Map.identity(src_dom.get_space().map_from_set()).intersect_domain(src_dom)
-        free_deps = free_deps.union(isl.UnionMap.from_map(ident.set_tuple_name(isl.dim_type.out, fname)))
+        ident = ident.set_tuple_name(isl.dim_type.out, fname)
+        free_deps = free_deps.union(isl.UnionMap.from_map(ident))
         for e in sdg.readers(tid):
             m = edge_maps[id(e)].reverse()
             free_deps = free_deps.union(_rename_range(m, fname))
@@ -148,7 +151,7 @@ def edge_relation_str(sdg: SDG, e: Edge, decl: str) -> str:
     return f"{decl} -> {{ {lhs} -> {rhs} : {' and '.join(cons) or 'true'} }}"
 
 
-def edge_map(sdg: SDG, e: Edge, decl: str, stmt_domains: dict[str, isl.Set]) -> isl.UnionMap:
+def edge_map(sdg: SDG, e: Edge, decl: str) -> isl.UnionMap:
     try:
         m = isl.Map(edge_relation_str(sdg, e, decl))
     except isl.Error as exc:
@@ -177,88 +180,6 @@ def read_outside(sdg: SDG, e: Edge, decl: str, context: isl.Set) -> isl.Set:
             outs.append(f"({_isl(member)} < 0 or {_isl(member)} >= {ub})")
     if not outs:
         outs = ["false"]
-    text = f"{decl} -> {{ {_tuple(stmt_name(sink.op_id), sink.domain)} : {' and '.join(cons) or 'true'} and ({' or '.join(outs)}) }}"
+    where = " and ".join([*cons, f"({' or '.join(outs)})"])
+    text = f"{decl} -> {{ {_tuple(stmt_name(sink.op_id), sink.domain)} : {where} }}"
     return isl.Set(text).intersect_params(context)
-
-
-def executed_domains(
-    sdg: SDG,
-    decl: str,
-    context: isl.Set,
-    full: dict[str, isl.Set],
-    edge_maps: dict[int, isl.UnionMap],
-) -> dict[str, isl.Set]:
-    """Each op runs where all its reads land inside their sources. Points dropped that way
-    must not be needed: by a consumer (under its edge condition) or a side effect."""
-    from tempo.core import ops as core_ops
-
-    # Forward to a fixpoint: a point is dropped if one of its reads lands outside the
-    # source's domain, or on a point the source itself dropped.
-    outside = {}
-    for op in sdg.topological():
-        name = stmt_name(op.op_id)
-        bad = full[name].subtract(full[name])
-        for e in sdg.in_edges[op.op_id]:
-            bad = bad.union(read_outside(sdg, e, decl, context))
-        outside[op.op_id] = bad
-    executed = {stmt_name(i): full[stmt_name(i)].subtract(b) for i, b in outside.items()}
-    dropped = {i for i, b in outside.items() if not b.is_empty()}
-    work = list(dropped)
-    for _ in range(64 * max(1, len(sdg.ops))):
-        if not work:
-            break
-        src_id = work.pop()
-        src_name = stmt_name(src_id)
-        gone = isl.UnionSet.from_set(full[src_name].subtract(executed[src_name]))
-        for e in sdg.out_edges.get(src_id, []):
-            sink_name = stmt_name(e.sink)
-            hit = edge_maps[id(e)].intersect_domain(gone).range()
-            if hit.is_empty():
-                continue
-            new = executed[sink_name].subtract(isl.Set.from_union_set(hit))
-            if not new.is_equal(executed[sink_name]):
-                executed[sink_name] = new
-                work.append(e.sink)
-    for op in sdg.topological():
-        name = stmt_name(op.op_id)
-        bad = full[name].subtract(executed[name])
-        if bad.is_empty():
-            continue
-        side_effect = isinstance(op, core_ops.SinkUDFOp | core_ops.BarrierOp)
-        needed = full[name] if side_effect else full[name].subtract(full[name])
-        for e in sdg.out_edges.get(op.op_id, []):
-            img = edge_maps[id(e)].intersect_range(isl.UnionSet.from_set(executed[stmt_name(e.sink)]))
-            if not img.is_empty():
-                needed = needed.union(isl.Set.from_union_set(img.domain()))
-        clash = needed.intersect(bad)
-        if not clash.is_empty() or executed[name].is_empty():
-            _raise_outside(sdg, op, clash if not clash.is_empty() else bad, decl, context,
-                           executed)
-    return executed
-
-
-def _raise_outside(
-    sdg: SDG, op: object, where: isl.Set, decl: str, context: isl.Set,
-    executed: dict[str, isl.Set],
-) -> None:
-    """Name the read that makes a needed point of `op` impossible to compute."""
-    for e in sdg.in_edges[op.op_id]:  # type: ignore[attr-defined]
-        hit = read_outside(sdg, e, decl, context).intersect(where)
-        if hit.is_empty():
-            src_name = stmt_name(e.src.op_id)
-            gone = isl.UnionSet.from_set(
-                isl.Set(f"{decl} -> {{ {src_name}[{', '.join(v.name for v in sdg.ops[e.src.op_id].domain.variables)}] }}").intersect_params(context).subtract(executed[src_name])
-            )
-            m = isl.UnionMap.from_map(isl.Map(edge_relation_str(sdg, e, decl)))
-            hit_u = m.intersect_domain(gone).range().intersect(isl.UnionSet.from_set(where))
-            if hit_u.is_empty():
-                continue
-            hit = isl.Set.from_union_set(hit_u)
-        pt = hit.sample_point()
-        src = sdg.ops[e.src.op_id]
-        raise IndexExprError(
-            f"{op!r} reads {e.src!r} ({src!r}, domain {src.domain}) at [{e.expr}] outside its "
-            f"domain at the needed point {pt}; guard the read with a recurrence branch "
-            "(e.g. y[0] = ...; y[True] = ...) or clamp it (ie.max(t - 1, 0))",
-            site=op.site,  # type: ignore[attr-defined]
-        )

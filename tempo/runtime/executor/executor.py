@@ -11,7 +11,7 @@ import torch
 from tempo.core import ops
 from tempo.core.configs import ExecutionConfig
 from tempo.core.dl_backend import DLBackend
-from tempo.core.errors import ShapeError, TempoError
+from tempo.core.errors import BackendError, ShapeError, TempoError
 from tempo.core.sdg import SDG, TensorId
 from tempo.runtime.codegen import Generated, UndefinedPointError, generate
 from tempo.schedule import tree as st
@@ -80,7 +80,27 @@ class PythonExecutor(Executor):
 
     # ---------------------------------------------------------------- API
     def execute(self) -> None:
-        self.generated.fn()
+        try:
+            self.generated.fn()
+        except TempoError:
+            raise
+        except Exception as exc:  # a backend failure: name the op and the user's line
+            op = self._failing_op(exc)
+            if op is None or op.name in ("udf_source", "sink_udf", "map_udf"):
+                raise
+            why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise BackendError(f"{self.cfg.backend} failed running {op!r}: {why}",
+                               site=op.site) from exc
+
+    def _failing_op(self, exc: BaseException) -> ops.Op | None:
+        tb = exc.__traceback__
+        line = None
+        while tb is not None:
+            if tb.tb_frame.f_code.co_filename == "<tempo-generated>":
+                line = tb.tb_lineno
+            tb = tb.tb_next
+        op_id = self.generated.line_ops.get(line) if line is not None else None
+        return self.sdg.ops.get(op_id) if op_id is not None else None
 
     def reset(self) -> None:
         for s in self.stores.values():

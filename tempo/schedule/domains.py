@@ -1,0 +1,101 @@
+"""Where each op runs: its full domain minus the points whose reads would land outside a
+source's domain (directly, or on a point the source itself cannot compute). Dropped points
+must not be needed by a consumer (under its edge condition) or a side effect."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import islpy as isl
+
+from tempo.core import ops
+from tempo.core.errors import IndexExprError
+from tempo.core.sdg import SDG, Edge
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+
+def executed_domains(
+    sdg: SDG,
+    decl: str,
+    context: isl.Set,
+    full: dict[str, isl.Set],
+    edge_maps: dict[int, isl.UnionMap],
+) -> dict[str, isl.Set]:
+    from tempo.schedule.isl_program import read_outside, stmt_name
+
+    empty = {k: v.subtract(v) for k, v in full.items()}
+    outside = {}
+    for op in sdg.topological():
+        bad = empty[stmt_name(op.op_id)]
+        for e in sdg.in_edges[op.op_id]:
+            bad = bad.union(read_outside(sdg, e, decl, context))
+        outside[op.op_id] = bad
+    executed = {stmt_name(i): full[stmt_name(i)].subtract(b) for i, b in outside.items()}
+    # Forward to a fixpoint: a read of a dropped source point drops the reader's point.
+    work = [i for i, b in outside.items() if not b.is_empty()]
+    while work:
+        src = stmt_name(work.pop())
+        gone = isl.UnionSet.from_set(full[src].subtract(executed[src]))
+        for e in sdg.out_edges.get(int(src[1:]), []):
+            sink = stmt_name(e.sink)
+            hit = edge_maps[id(e)].intersect_domain(gone).range()
+            if hit.is_empty():
+                continue
+            new = executed[sink].subtract(isl.Set.from_union_set(hit))
+            if not new.is_equal(executed[sink]):
+                executed[sink] = new
+                work.append(e.sink)
+    for op in sdg.topological():
+        name = stmt_name(op.op_id)
+        bad = full[name].subtract(executed[name])
+        if bad.is_empty():
+            continue
+        side_effect = isinstance(op, ops.SinkUDFOp | ops.BarrierOp)
+        needed = full[name] if side_effect else empty[name]
+        for e in sdg.out_edges.get(op.op_id, []):
+            sink_dom = isl.UnionSet.from_set(executed[stmt_name(e.sink)])
+            img = edge_maps[id(e)].intersect_range(sink_dom)
+            if not img.is_empty():
+                needed = needed.union(isl.Set.from_union_set(img.domain()))
+        clash = needed.intersect(bad)
+        if not clash.is_empty() or executed[name].is_empty():
+            where = clash if not clash.is_empty() else bad
+            _raise_outside(sdg, op, where, lambda e: _bad_reads(sdg, e, decl, context,
+                                                                  full, executed, edge_maps))
+    return executed
+
+
+def _bad_reads(
+    sdg: SDG, e: Edge, decl: str, context: isl.Set, full: dict[str, isl.Set],
+    executed: dict[str, isl.Set], edge_maps: dict[int, isl.UnionMap],
+) -> isl.Set:
+    """Sink points of edge `e` that read outside the source or a dropped source point."""
+    from tempo.schedule.isl_program import read_outside, stmt_name
+
+    src = stmt_name(e.src.op_id)
+    gone = isl.UnionSet.from_set(full[src].subtract(executed[src]))
+    hit = edge_maps[id(e)].intersect_domain(gone).range()
+    bad = read_outside(sdg, e, decl, context)
+    return bad if hit.is_empty() else bad.union(isl.Set.from_union_set(hit))
+
+
+def _raise_outside(
+    sdg: SDG, op: ops.Op, where: isl.Set, bad_reads: Callable[[Edge], isl.Set]
+) -> None:
+    """Name the read that makes a needed point of `op` impossible to compute."""
+    for e in sdg.in_edges[op.op_id]:
+        hit = bad_reads(e).intersect(where)
+        if hit.is_empty():
+            continue
+        src = sdg.ops[e.src.op_id]
+        raise IndexExprError(
+            f"{op!r} reads {e.src!r} ({src!r}, domain {src.domain}) at [{e.expr}] outside "
+            f"what it can compute, at the needed point {hit.sample_point()}; guard the read "
+            "with a recurrence branch (y[0] = ...; y[True] = ...) or clamp it "
+            "(ie.max(t - 1, 0))",
+            site=op.site,
+        )
+    raise IndexExprError(f"{op!r} can never be computed: its reads are out of bounds",
+                         site=op.site)
