@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from tempo.api.tensor_base import RTBase, lift, record1
 from tempo.core import ops
 from tempo.core.dtype import DataTypeLike, dtypes
+from tempo.core.errors import DTypeError, user_site
 
 if TYPE_CHECKING:
     from tempo.api.recurrent_tensor import RecurrentTensor
@@ -26,7 +27,12 @@ def unary(fn: str, x: Any) -> RecurrentTensor:
 
 
 def binary(fn: str, x: Any, y: Any) -> RecurrentTensor:
+    """Operands are cast to their common dtype first (kernels see one dtype, and torch's
+    weak typing of 0-d tensors does not leak into results)."""
     x, y = _lift_pair(x, y)
+    if x.dtype != y.dtype:
+        dt = dtypes.upcast(x.dtype, y.dtype)
+        x, y = cast(x, dt), cast(y, dt)
     return record1(ops.BinaryOp, [x, y], fn=fn)
 
 
@@ -58,6 +64,9 @@ def cast(x: Any, dtype: DataTypeLike) -> RecurrentTensor:
 
 def where(condition: Any, true_data: Any, false_data: Any) -> RecurrentTensor:
     a, b = _lift_pair(true_data, false_data)
+    if a.dtype != b.dtype:
+        dt = dtypes.upcast(a.dtype, b.dtype)
+        a, b = cast(a, dt), cast(b, dt)
     return record1(ops.WhereOp, [lift(condition), a, b])
 
 
@@ -183,9 +192,11 @@ class ElementwiseOps:
     divide = div
 
     def floor_div(self, y: Any) -> RecurrentTensor:
-        q = binary("div", self, y).floor()
         x, yy = _lift_pair(self, y)
         dt = dtypes.upcast(x.dtype, yy.dtype)
+        if dtypes.is_bool(dt):
+            raise DTypeError("floor division / remainder of bool tensors", site=user_site())
+        q = binary("div", x, yy).floor()
         return q.cast(dt) if not dtypes.is_float(dt) else q
 
     floor_divide = floor_div
@@ -204,13 +215,17 @@ class ElementwiseOps:
             if y == 1:
                 return lift(self)
             if y == 2:
-                return self * self  # type: ignore[operator]
+                return self.square()
             if y == 0.5:
                 return unary("sqrt", self)
         return binary("pow", self, y)
 
     def square(self) -> RecurrentTensor:
-        return self * self  # type: ignore[operator]
+        """x * x; bools square as ints (as torch.square)."""
+        x = lift(self)
+        if dtypes.is_bool(x.dtype):
+            x = cast(x, dtypes.default_int)
+        return x * x  # type: ignore[operator]
 
     squared = square
 
