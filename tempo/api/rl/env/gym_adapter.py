@@ -62,6 +62,8 @@ class TrivialGymEnv(gym.Env):
     def __init__(self, config: dict[str, Any] | None = None) -> None:
         cfg = dict(config or {})
         self.obs_shape = tuple(cfg.get("observation_shape", (3, 4, 4)))
+        if cfg.get("flatten", False):  # lets libraries pick an MLP encoder, not a CNN
+            self.obs_shape = (int(np.prod(self.obs_shape)),)
         self.max_episode_steps = int(cfg.get("max_episode_steps", 64))
         self.continuous = bool(cfg.get("continuous", True))
         self.observation_space, self.action_space = _spaces(self.obs_shape, self.continuous)
