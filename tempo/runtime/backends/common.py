@@ -55,6 +55,12 @@ def float_table() -> dict[np.dtype, np.dtype]:
     return {NP_OF[dt.name]: NP_OF[dtypes.least_upper_float(dt).name] for dt in ALL_DTYPES}
 
 
+def accumulate_table() -> dict[np.dtype, np.dtype]:
+    """Result dtype of sum/cumsum per input dtype (`ops.accumulate_dtype`: bools and narrow
+    ints widen to `default_int`), built per kernel as `default_int` follows the config."""
+    return {NP_OF[dt.name]: NP_OF[ops.accumulate_dtype(dt).name] for dt in ALL_DTYPES}
+
+
 def signed_table() -> dict[np.dtype, np.dtype]:
     """`least_upper_signed_int` for the unsigned dtypes (neg of uint promotes)."""
     return {

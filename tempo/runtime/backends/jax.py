@@ -12,6 +12,7 @@ without it max/sort indices could not be int64.
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -43,6 +44,7 @@ class JaxBackend:
     def __init__(self, dev: str = "cpu", seed: int = 0, enable_x64: bool = True) -> None:
         jax.config.update("jax_enable_x64", enable_x64)
         self.device = _pick_device(dev)
+        self.on_cpu = self.device.platform == "cpu"
         self.key = jax.device_put(jax.random.key(seed), self.device)
 
     # ---------------------------------------------------------------- plumbing
@@ -53,6 +55,8 @@ class JaxBackend:
         return jax.device_put(np.asarray(a, dtype=self.dtype(dt)), self.device)
 
     def stack(self, xs: list[Any]) -> jax.Array:
+        if self.on_cpu:  # host stacking: no XLA compilation per distinct count of xs
+            return jax.device_put(np.stack([np.asarray(x) for x in xs]), self.device)
         return jnp.stack(xs)
 
     def to_torch(self, x: Any) -> Any:
@@ -101,6 +105,34 @@ def _pick_device(dev: str) -> Any:
     return jax.devices("cpu")[0]
 
 
+# ---------------------------------------------------------------- shared jit
+_JITS: dict[tuple, Kernel] = {}
+_NOT_PARAMS = frozenset({"op_id", "domain", "site", "tags"})
+
+
+def _jit(op: ops.Op, fn: Kernel, **jit_kw: Any) -> Kernel:
+    """`jax.jit(fn)`, shared by every op with the same parameters: jax caches compiled code
+    per jitted function, so sharing keeps compilations to one per distinct (op parameters,
+    input shapes) instead of one per op instance (the compile time was 3x the torch run)."""
+    params = tuple((f.name, _plain(getattr(op, f.name))) for f in dataclasses.fields(op)
+                   if f.name not in _NOT_PARAMS)
+    key = (op.name, params, dtypes.default_float.name, dtypes.default_int.name,
+           tuple(sorted(jit_kw.items())))
+    j = _JITS.get(key)
+    if j is None:
+        j = _JITS[key] = jax.jit(fn, **jit_kw)
+    return j
+
+
+def _plain(v: Any) -> Any:
+    """A key part with a plain `==` (index expressions overload `==` symbolically)."""
+    if v is None or isinstance(v, bool | int | float | str):
+        return v
+    if isinstance(v, tuple):
+        return tuple(_plain(e) for e in v)
+    return (type(v).__name__, str(v))
+
+
 # ---------------------------------------------------------------- sources
 def _const(op: ops.ConstOp, be: JaxBackend) -> Kernel:
     value = be.from_numpy(op.value, op.dtype)
@@ -120,13 +152,14 @@ def _rand(op: ops.RandOp, be: JaxBackend) -> Kernel:
     """One fresh key per call, split from the backend's key chain (seeded by the config)."""
     shape, dt = tuple(op.shape), be.dtype(op.dtype)
 
-    @jax.jit
     def draw(key: jax.Array) -> tuple[jax.Array, jax.Array]:
         key, sub = jax.random.split(key)
         return key, jax.random.uniform(sub, shape, dtype=dt)
 
+    jdraw = _jit(op, draw)
+
     def rand() -> jax.Array:
-        be.key, x = draw(be.key)
+        be.key, x = jdraw(be.key)
         return x
 
     return rand
@@ -164,7 +197,7 @@ def _ident(op: ops.Op, be: JaxBackend) -> Kernel:
 def _reshape(op: ops.ReshapeOp, be: JaxBackend) -> Kernel:
     if c.is_static(op.shape):
         shape = tuple(op.shape)
-        return jax.jit(lambda x: jnp.reshape(x, shape))
+        return _jit(op, lambda x: jnp.reshape(x, shape))
     resolve = c.dynamic_shape(op.shape)
     return lambda x, *sym: jnp.reshape(x, resolve(*sym))
 
@@ -172,7 +205,7 @@ def _reshape(op: ops.ReshapeOp, be: JaxBackend) -> Kernel:
 def _expand(op: ops.ExpandOp, be: JaxBackend) -> Kernel:
     if c.is_static(op.shape):
         shape = tuple(op.shape)
-        return jax.jit(lambda x: jnp.broadcast_to(x, shape))
+        return _jit(op, lambda x: jnp.broadcast_to(x, shape))
     resolve = c.dynamic_shape(op.shape)
     return lambda x, *sym: jnp.broadcast_to(x, resolve(*sym))
 
@@ -180,11 +213,12 @@ def _expand(op: ops.ExpandOp, be: JaxBackend) -> Kernel:
 def _slice(op: ops.SliceOp, be: JaxBackend) -> Kernel:
     dim, start, length = op.dim, op.start, op.length
     if isinstance(start, int) and isinstance(length, int):
-        return jax.jit(lambda x: lax.slice_in_dim(x, start, start + length, axis=dim))
+        return _jit(op, lambda x: lax.slice_in_dim(x, start, start + length, axis=dim))
     if isinstance(length, int):  # a traced start: one compilation for every t
-        return jax.jit(lambda x, s: lax.dynamic_slice_in_dim(x, s, length, axis=dim))
+        return _jit(op, lambda x, s: lax.dynamic_slice_in_dim(x, s, length, axis=dim))
     # the length is a shape: compiled once per distinct length
-    sl = jax.jit(lambda x, s, n: lax.dynamic_slice_in_dim(x, s, n, axis=dim), static_argnums=2)
+    sl = _jit(op, lambda x, s, n: lax.dynamic_slice_in_dim(x, s, n, axis=dim),
+              static_argnums=2)
     if isinstance(start, int):
         return lambda x, n: sl(x, start, n)
     return sl
@@ -199,7 +233,7 @@ def _pad(op: ops.PadOp, be: JaxBackend) -> Kernel:
             width = padding + [(0, 0)] * (x.ndim - len(padding))
             return jnp.pad(x, width, mode="constant", constant_values=value)
 
-        return jax.jit(pad_const)
+        return _jit(op, pad_const)
     mode = op.mode
 
     def pad_index(x: jax.Array) -> jax.Array:
@@ -208,7 +242,7 @@ def _pad(op: ops.PadOp, be: JaxBackend) -> Kernel:
                 x = jnp.take(x, c.pad_index(x.shape[d], before, after, mode), axis=d)
         return x
 
-    return jax.jit(pad_index)
+    return _jit(op, pad_index)
 
 
 def _promoted(*xs: jax.Array) -> list[jax.Array]:
@@ -219,7 +253,7 @@ def _promoted(*xs: jax.Array) -> list[jax.Array]:
 
 def _cat(op: ops.CatOp, be: JaxBackend) -> Kernel:
     dim = op.dim
-    return jax.jit(lambda *xs: jnp.concatenate(_promoted(*xs), axis=dim))
+    return _jit(op, lambda *xs: jnp.concatenate(_promoted(*xs), axis=dim))
 
 
 def _fit_to_index(x: jax.Array, i: jax.Array, dim: int) -> jax.Array:
@@ -231,7 +265,7 @@ def _fit_to_index(x: jax.Array, i: jax.Array, dim: int) -> jax.Array:
 
 def _gather(op: ops.GatherOp, be: JaxBackend) -> Kernel:
     dim = op.dim
-    return jax.jit(lambda x, i: jnp.take_along_axis(_fit_to_index(x, i, dim), i, axis=dim))
+    return _jit(op, lambda x, i: jnp.take_along_axis(_fit_to_index(x, i, dim), i, axis=dim))
 
 
 def _scatter_add(op: ops.ScatterAddOp, be: JaxBackend) -> Kernel:
@@ -244,7 +278,7 @@ def _scatter_add(op: ops.ScatterAddOp, be: JaxBackend) -> Kernel:
         grid[dim % i.ndim] = i
         return x.at[tuple(grid)].add(_fit_to_index(s, i, dim).astype(x.dtype))
 
-    return jax.jit(scatter_add)
+    return _jit(op, scatter_add)
 
 
 def _index_add(op: ops.IndexAddOp, be: JaxBackend) -> Kernel:
@@ -256,7 +290,7 @@ def _index_add(op: ops.IndexAddOp, be: JaxBackend) -> Kernel:
             s = s * alpha
         return x.at[(slice(None),) * d + (i,)].add(s.astype(x.dtype))
 
-    return jax.jit(index_add)
+    return _jit(op, index_add)
 
 
 # ---------------------------------------------------------------- elementwise
@@ -286,18 +320,18 @@ def _unary(op: ops.UnaryOp, be: JaxBackend) -> Kernel:
         def float_unary(x: jax.Array) -> jax.Array:
             return f(x.astype(to_float[np.dtype(x.dtype)]))
 
-        return jax.jit(float_unary)
+        return _jit(op, float_unary)
     if fn == "neg":
         signed = c.signed_table()
 
         def neg(x: jax.Array) -> jax.Array:
             return jnp.negative(x.astype(signed.get(np.dtype(x.dtype), x.dtype)))
 
-        return jax.jit(neg)
+        return _jit(op, neg)
     f = _SAME_UNARY[fn]
     if fn in ("floor", "ceil", "round", "trunc"):
-        return jax.jit(lambda x: x if np.dtype(x.dtype).kind in "biu" else f(x))
-    return jax.jit(f)
+        return _jit(op, lambda x: x if np.dtype(x.dtype).kind in "biu" else f(x))
+    return _jit(op, f)
 
 
 def _binary(op: ops.BinaryOp, be: JaxBackend) -> Kernel:
@@ -308,32 +342,31 @@ def _binary(op: ops.BinaryOp, be: JaxBackend) -> Kernel:
             dt = to_float[c.PROMOTE[(np.dtype(a.dtype), np.dtype(b.dtype))]]
             return jnp.true_divide(a.astype(dt), b.astype(dt))
 
-        return jax.jit(div)
+        return _jit(op, div)
     f = _BINARY[op.fn]
-    return jax.jit(lambda a, b: f(*_promoted(a, b)))
+    return _jit(op, lambda a, b: f(*_promoted(a, b)))
 
 
 def _where(op: ops.WhereOp, be: JaxBackend) -> Kernel:
-    return jax.jit(lambda cond, a, b: jnp.where(cond, *_promoted(a, b)))
+    return _jit(op, lambda cond, a, b: jnp.where(cond, *_promoted(a, b)))
 
 
 def _cast(op: ops.CastOp, be: JaxBackend) -> Kernel:
     dt = be.dtype(op.dtype)
-    return jax.jit(lambda x: x.astype(dt))
+    return _jit(op, lambda x: x.astype(dt))
 
 
 # ---------------------------------------------------------------- reductions
 def _sum(op: ops.SumOp, be: JaxBackend) -> Kernel:
-    dims, keep = tuple(op.dims), op.keepdim
+    dims, keep, out_dt = tuple(op.dims), op.keepdim, c.accumulate_table()
     if not dims:
         return lambda x: x
-    bool_to = be.dtype(dtypes.default_int)
 
     def sum_(x: jax.Array) -> jax.Array:
-        dt = bool_to if x.dtype == np.bool_ else np.dtype(x.dtype)
+        dt = out_dt[np.dtype(x.dtype)]
         return jnp.sum(x, axis=dims, keepdims=keep, dtype=_ACC.get(dt, dt)).astype(dt)
 
-    return jax.jit(sum_)
+    return _jit(op, sum_)
 
 
 def _max(op: ops.MaxOp, be: JaxBackend) -> Kernel:
@@ -348,19 +381,19 @@ def _max(op: ops.MaxOp, be: JaxBackend) -> Kernel:
             idx, vals = jnp.squeeze(idx, dim), jnp.squeeze(vals, dim)
         return vals, idx.astype(_I64)
 
-    return jax.jit(max_)
+    return _jit(op, max_)
 
 
 def _cumsum(op: ops.CumsumOp, be: JaxBackend) -> Kernel:
-    dim = op.dim
+    dim, out_dt = op.dim, c.accumulate_table()
 
     def cumsum(x: jax.Array) -> jax.Array:
+        dt = out_dt[np.dtype(x.dtype)]
         if x.ndim == 0:
-            return x
-        dt = np.dtype(x.dtype)
+            return x.astype(dt)
         return jnp.cumsum(x, axis=dim, dtype=_ACC.get(dt, dt)).astype(dt)
 
-    return jax.jit(cumsum)
+    return _jit(op, cumsum)
 
 
 def _sort(op: ops.SortOp, be: JaxBackend) -> Kernel:
@@ -379,11 +412,11 @@ def _sort(op: ops.SortOp, be: JaxBackend) -> Kernel:
         v, i = lax.sort((jnp.flip(x, d), iota), dimension=d, is_stable=True, num_keys=1)
         return jnp.flip(v, d), (n - 1) - jnp.flip(i, d)
 
-    return jax.jit(sort)
+    return _jit(op, sort)
 
 
 def _matmul(op: ops.MatMulOp, be: JaxBackend) -> Kernel:
-    return jax.jit(lambda a, b: jnp.matmul(*_promoted(a, b), precision=_HIGHEST))
+    return _jit(op, lambda a, b: jnp.matmul(*_promoted(a, b), precision=_HIGHEST))
 
 
 def _conv(op: ops.ConvOp, be: JaxBackend) -> Kernel:
@@ -404,11 +437,11 @@ def _conv(op: ops.ConvOp, be: JaxBackend) -> Kernel:
             rhs_dilation=tuple(op.dilation), dimension_numbers=dn,
             feature_group_count=groups, precision=_HIGHEST)
 
-    return jax.jit(conv)
+    return _jit(op, conv)
 
 
 def _jit_param(fn: Callable[[Any], Kernel]) -> Factory:
-    return lambda op, be: jax.jit(fn(op))
+    return lambda op, be: _jit(op, fn(op))
 
 
 KERNELS: dict[str, Factory] = {

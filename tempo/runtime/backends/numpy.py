@@ -16,7 +16,7 @@ import numpy as np
 
 from tempo.core import ops
 from tempo.core.dl_backend import DLBackend
-from tempo.core.dtype import DataType, dtypes
+from tempo.core.dtype import DataType
 from tempo.core.errors import BackendError
 from tempo.runtime.backends import common as c
 from tempo.runtime.backends.numpy_conv import conv_kernel
@@ -375,13 +375,12 @@ _ACC = {np.dtype(np.float16): np.dtype(np.float32)}  # accumulate half in float,
 
 
 def _sum(op: ops.SumOp, be: NumpyBackend) -> Kernel:
-    dims, keep = tuple(op.dims), op.keepdim
+    dims, keep, out_dt = tuple(op.dims), op.keepdim, c.accumulate_table()
     if not dims:
         return lambda x: x
-    bool_to = be.dtype(dtypes.default_int)
 
     def sum_(x: np.ndarray) -> np.ndarray:
-        dt = bool_to if x.dtype == np.bool_ else x.dtype
+        dt = out_dt[x.dtype]
         acc = _ACC.get(dt, dt)
         r = np.asarray(np.sum(x, axis=dims, keepdims=keep, dtype=acc))
         return r if acc is dt else r.astype(dt)
@@ -405,14 +404,15 @@ def _max(op: ops.MaxOp, be: NumpyBackend) -> Kernel:
 
 
 def _cumsum(op: ops.CumsumOp, be: NumpyBackend) -> Kernel:
-    dim = op.dim
+    dim, out_dt = op.dim, c.accumulate_table()
 
     def cumsum(x: np.ndarray) -> np.ndarray:
+        dt = out_dt[x.dtype]
         if x.ndim == 0:
-            return x.copy()
-        acc = _ACC.get(x.dtype, x.dtype)
+            return x.astype(dt)
+        acc = _ACC.get(dt, dt)
         r = np.cumsum(x, axis=dim, dtype=acc)
-        return r if acc is x.dtype else r.astype(x.dtype)
+        return r if acc is dt else r.astype(dt)
 
     return cumsum
 
