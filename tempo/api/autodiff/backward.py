@@ -13,7 +13,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from tempo.api.autodiff.grad_rules import GRAD_RULES
-from tempo.api.autodiff.reverse import reverse_edge
+from tempo.api.autodiff.reverse import Validity, reverse_edge
 from tempo.api.autodiff.tape import Tape, tape_of
 from tempo.api.tensor_base import RTBase
 from tempo.core import index_expr as ie
@@ -69,6 +69,7 @@ class _Backward:
         self.tape: Tape = tape_of(ctx)
         self.adj: dict[TensorId, RT] = {}
         self.contribs: dict[TensorId, list[RT]] = {}
+        self.valid = Validity(self.sdg, self._first_wins)
 
     # ---------------------------------------------------------------- the path
     def _live_in_edges(self, op_id: int) -> list[Edge]:
@@ -150,14 +151,19 @@ class _Backward:
             if g is not None:
                 self._reverse(g, e, op.domain, e.cond)
 
-    def _merge(self, op: ops.MergeOp, edges: list[Edge]) -> None:
-        """Branch i receives the merge's adjoint where it is the first true branch."""
+    def _first_wins(self, op: ops.Op) -> dict[int, ie.BooleanIndexValue]:
+        """The condition under which each branch of a merge is the one taken."""
         taken: ie.BooleanIndexValue = ie.ConstBool(False)
         first_wins: dict[int, ie.BooleanIndexValue] = {}
         for e in self.sdg.in_edges[op.op_id]:
             c = e.cond if e.cond is not None else ie.ConstBool(True)
             first_wins[e.sink_in] = c & ~taken
             taken = taken | c
+        return first_wins
+
+    def _merge(self, op: ops.MergeOp, edges: list[Edge]) -> None:
+        """Branch i receives the merge's adjoint where it is the first true branch."""
+        first_wins = self._first_wins(op)
         g = self.adj[TensorId(op.op_id, 0)]
         for e in edges:
             cond = first_wins[e.sink_in]
@@ -169,12 +175,15 @@ class _Backward:
         info = self.sdg.tensors[e.src]
         if g.is_indexed:
             g = g.ident()
-        if cond is None and src_dom == sink_dom and e.expr.is_basis() and \
+        is_merge = isinstance(self.sdg.ops[e.sink], ops.MergeOp)
+        runs_everywhere = is_merge or self.valid.everywhere(e.sink)
+        if cond is None and src_dom == sink_dom and e.expr.is_basis() and runs_everywhere and \
                 [m.name for m in e.expr] == [v.name for v in src_dom.variables]:  # type: ignore[attr-defined]
             self.contribs[e.src].append(g)
             return
         g = _pad_slices(g, e.expr, src_dom)
-        for piece in reverse_edge(src_dom, sink_dom, e.expr, cond):
+        valid = None if runs_everywhere else self.valid.of(e.sink)
+        for piece in reverse_edge(src_dom, sink_dom, e.expr, cond, valid):
             with exact_bounds(self.sdg, src_dom):
                 r = g[tuple(piece.members)] if piece.members else g
                 k = sum(1 for m in piece.members if isinstance(m, ie.Slice))

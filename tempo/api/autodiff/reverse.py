@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import islpy as isl
 
@@ -71,14 +72,15 @@ def _params(exprs: Sequence[ie.IndexExpr], doms: Sequence[Domain]) -> dict[str, 
 
 
 def relation_str(
-    src: Domain, sink: Domain, expr: ie.IndexSequence, cond: ie.BooleanIndexValue | None
+    src: Domain, sink: Domain, expr: ie.IndexSequence, cond: ie.BooleanIndexValue | None,
+    bound_src: bool = True,
 ) -> tuple[str, dict[str, ie.Symbol]]:
     """`{ X[p] -> S[q] : q in sink, p in src, cond(q), p in expr(q) }` and its parameters."""
     qmap = {v: _qvar(v) for v in sink.variables}
     exprs: list[ie.IndexExpr] = [expr] + ([cond] if cond is not None else [])
     params = _params(exprs, [src, sink])
     cons = [f"{p} >= 1" for p in params]
-    cons += _domain_cons(src) + _domain_cons(sink, qmap)
+    cons += (_domain_cons(src) if bound_src else []) + _domain_cons(sink, qmap)
     if cond is not None:
         cons.append(_bool_isl(ie.lift_to_bool_ie(cond.remap(qmap))))
     for v, m in zip(src.variables, expr):
@@ -107,14 +109,18 @@ def _cond_of(s: isl.Set, context: isl.Set, symbols: dict[str, ie.Symbol]) -> ie.
 
 
 def reverse_edge(
-    src: Domain, sink: Domain, expr: ie.IndexSequence, cond: ie.BooleanIndexValue | None
+    src: Domain, sink: Domain, expr: ie.IndexSequence, cond: ie.BooleanIndexValue | None,
+    valid: isl.Set | None = None,
 ) -> list[Piece]:
-    """The exact reverse of "sink at q reads src at expr(q) where cond(q)" as disjoint pieces."""
+    """The exact reverse of "sink at q reads src at expr(q) where cond(q)" as disjoint pieces,
+    restricted to the sink points `valid` where the sink op runs (all its reads in range)."""
     text, params = relation_str(src, sink, expr, cond)
     try:
         rel = isl.Map(text)
     except isl.Error as exc:
         raise IndexExprError(f"cannot reverse the read [{expr}] (not quasi-affine)") from exc
+    if valid is not None:
+        rel = rel.intersect_range(valid)
     symbols: dict[str, ie.Symbol] = dict(params)
     symbols.update({v.name: v for v in src.variables})
     full = rel.domain().universe(rel.domain().get_space()).intersect(
@@ -188,3 +194,46 @@ def _split_top(cons: str) -> list[str]:
             cur.append(tok)
     out.append("".join(cur).strip())
     return [c for c in out if c]
+
+
+class Validity:
+    """Where each op runs: the points whose reads all land on points where their source runs
+    (the runtime skips the others, e.g. `h[t-1] @ w` at t=0). Merges cut the recursion: a
+    merge runs wherever its first true branch reads inside its source's domain."""
+
+    def __init__(self, sdg: Any, first_wins: Any) -> None:
+        self.sdg, self.first_wins = sdg, first_wins
+        self.memo: dict[int, isl.Set] = {}
+
+    def of(self, op_id: int) -> isl.Set:
+        if op_id not in self.memo:
+            self.memo[op_id] = self._compute(op_id)
+        return self.memo[op_id]
+
+    def everywhere(self, op_id: int) -> bool:
+        """True when the op runs at every point of its domain."""
+        return bool(self.of(op_id).is_equal(self._full(self.sdg.ops[op_id].domain, "S")))
+
+    def _full(self, dom: Domain, name: str) -> isl.Set:
+        params = _params([], [dom])
+        cons = _domain_cons(dom) + [f"{p} >= 1" for p in params]
+        vs = ", ".join(v.name for v in dom.variables)
+        return isl.Set(f"[{', '.join(params)}] -> {{ {name}[{vs}] : {' and '.join(cons)} }}")
+
+    def _compute(self, op_id: int) -> isl.Set:
+        op = self.sdg.ops[op_id]
+        ok = self._full(op.domain, "S")
+        is_merge = op.name == "merge"
+        conds = self.first_wins(op) if is_merge else {}
+        for e in self.sdg.in_edges[op_id]:
+            src = self.sdg.ops[e.src.op_id]
+            cond = conds.get(e.sink_in, e.cond)
+            text, _ = relation_str(src.domain, op.domain, e.expr, cond, bound_src=False)
+            rel = isl.Map(text)
+            if is_merge or src.name == "merge":
+                src_ok = self._full(src.domain, "X")
+            else:
+                src_ok = self.of(src.op_id).set_tuple_name("X")
+            bad = rel.intersect_domain(src_ok.complement()).range()
+            ok = ok.subtract(bad)
+        return ok.coalesce()
