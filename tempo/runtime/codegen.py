@@ -44,8 +44,11 @@ def read_slices(store: dict, parts: tuple, stack: Callable) -> Any:
 class CodeGen:
     """Emits the body of `run()` for one schedule over one SDG."""
 
-    def __init__(self, sdg: SDG, kernels: dict[int, Any], stored: set[TensorId]) -> None:
+    def __init__(
+        self, sdg: SDG, kernels: dict[int, Any], stored: set[TensorId], steps: bool = False
+    ) -> None:
         self.sdg = sdg
+        self.steps = steps  # emit a generator yielding after each outer-loop iteration
         self.kernels = kernels
         self.stored = stored
         self.lines: list[str] = []
@@ -86,6 +89,8 @@ class CodeGen:
             step = f", {node.step}" if node.step != 1 else ""
             self.lines.append(f"{pad}for {node.counter} in range({node.lo}, {node.hi}{step}):")
             self.emit(node.body, ind + 1)
+            if self.steps and ind == 1:
+                self.lines.append(f"{pad}    yield None")
         elif isinstance(node, While):
             self.lines.append(f"{pad}{node.counter} = {node.init}")
             self.lines.append(f"{pad}while {node.cond}:")
@@ -128,6 +133,8 @@ class CodeGen:
         n = op.num_outputs
         if n == 0:
             self.lines.append(f"{pad}{call}")
+            if self.steps and isinstance(op, ops.BarrierOp):
+                self.lines.append(f"{pad}yield {op.label!r}")
         elif n == 1:
             self.lines.append(f"{pad}{store_name(TensorId(op.op_id, 0))}[{key}] = {call}")
         else:
@@ -161,10 +168,14 @@ def generate(
     bounds: dict[str, int],
     stack: Callable,
     undefined: Callable[[int, tuple], None],
+    steps: bool = False,
 ) -> Generated:
-    """Compile the schedule into `run()`; stores and kernels are bound as locals."""
-    gen = CodeGen(sdg, kernels, set(stores))
+    """Compile the schedule into `run()` (or, with `steps`, a generator `run()` that yields
+    after each outer-loop iteration and at barriers); stores and kernels are bound."""
+    gen = CodeGen(sdg, kernels, set(stores), steps)
     gen.emit(tree, 1)
+    if steps:
+        gen.lines.append("    yield None")
     header = ["def run():"]
     gen.lines = [f"    {name} = {value}" for name, value in sorted(bounds.items())] + gen.lines
     gen.line_ops = {k + len(bounds): v for k, v in gen.line_ops.items()}
@@ -177,6 +188,6 @@ def generate(
     for v in sdg.universe.variables:
         ns[f"SYM_{v.name}"] = v
     source = "\n".join(header + gen.lines) + "\n"
-    code = compile(source, "<tempo-generated>", "exec")
+    code = compile(source, "<tempo-generated>" if not steps else "<tempo-steps>", "exec")
     exec(code, ns)  # noqa: S102 - our own generated source
     return Generated(source, ns["run"], ns, gen.line_ops)

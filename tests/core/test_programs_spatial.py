@@ -177,3 +177,42 @@ def test_domain_broadcast_definition_value(cfg) -> None:
         return {"o": o}
 
     close(run(cfg, 2, build, {0: 3, 1: 4})["o"], torch.arange(4.0).expand(3, 4))
+
+
+def test_tick_runs_one_outer_step_at_a_time(cfg) -> None:
+    seen: list[int] = []
+    ctx = TempoContext(cfg, num_dims=1)
+    (t, T), = ctx.variables_and_bounds
+    with ctx:
+        RT.from_symbol(t).sink_udf(lambda v: seen.append(int(v)))
+    exe = ctx.compile({T: 4})
+    assert exe.tick() and seen == [0]
+    assert exe.tick() and seen == [0, 1]
+    while exe.tick():
+        pass
+    assert seen == [0, 1, 2, 3]
+
+
+def test_memory_cap_raises_naming_the_tensor(cfg) -> None:
+    from tempo.core.errors import TempoMemoryError
+
+    capped = dataclasses.replace(cfg, device_memory_cap_bytes=4 * 1000)
+    ctx = TempoContext(capped, num_dims=1)
+    (t, T), = ctx.variables_and_bounds
+    with ctx:
+        big = RT.ones((300,)) * RT.from_symbol(t).cast(dtypes.float32)
+        big[0:T].sum().sink_udf(lambda v: None)
+    exe = ctx.compile({T: 10})
+    try:
+        exe.execute()
+    except TempoMemoryError as exc:
+        assert "mul" in str(exc) and "cap" in str(exc)
+    else:
+        raise AssertionError("10 points of 1200 B must pass a 4000 B cap")
+    ok = TempoContext(dataclasses.replace(cfg, device_memory_cap_bytes=10**6), num_dims=1)
+    (t2, T2), = ok.variables_and_bounds
+    with ok:
+        (RT.ones((300,)) * 2.0).sink_udf(lambda v: None)
+    exe2 = ok.compile({T2: 3})
+    exe2.execute()
+    assert exe2.memory_stats()["peak_bytes"] >= 1200

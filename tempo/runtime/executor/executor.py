@@ -14,6 +14,7 @@ from tempo.core.dl_backend import DLBackend
 from tempo.core.errors import BackendError, ShapeError, TempoError
 from tempo.core.sdg import SDG, TensorId
 from tempo.runtime.codegen import Generated, UndefinedPointError, generate
+from tempo.runtime.stores import MemoryAccountant, TrackedStore
 from tempo.schedule import tree as st
 from tempo.schedule.scheduler import Schedule
 
@@ -56,14 +57,30 @@ class PythonExecutor(Executor):
         self.bounds = bounds
         be_cls = DLBackend.get_backend(cfg.backend)
         self.backend = be_cls(dev=cfg.dev, seed=cfg.seed)
-        self.stores: dict[TensorId, dict] = {tid: {} for tid in sdg.tensors}
+        self.accountant = MemoryAccountant(cfg.device_memory_cap_bytes, self._describe)
+        tracked = cfg.device_memory_cap_bytes is not None or cfg.executor_debug_mode
+        self.stores: dict[TensorId, dict] = {
+            tid: (TrackedStore(tid, self.accountant, self._nbytes_of(tid)) if tracked else {})
+            for tid in sdg.tensors
+        }
         t0 = time.perf_counter()
         kernels = {op.op_id: self._kernel(op) for op in sdg.topological()}
-        self.generated: Generated = generate(
-            sdg, schedule.tree, kernels, self.stores, bounds, self.backend.stack, self._undefined
-        )
+        args = (sdg, schedule.tree, kernels, self.stores, bounds, self.backend.stack,
+                self._undefined)
+        self.generated: Generated = generate(*args)
+        self._make_steps = lambda: generate(*args, steps=True)
+        self._steps: Any = None
         timings_ms["codegen"] = (time.perf_counter() - t0) * 1e3
         self._timings = timings_ms
+
+    def _describe(self, tid: TensorId) -> str:
+        op = self.sdg.ops[tid.op_id]
+        return f"tensor {tid!r} of {op!r} (created at {op.site})"
+
+    def _nbytes_of(self, tid: TensorId) -> Any:
+        if isinstance(self.sdg.ops[tid.op_id], ops.MergeOp):
+            return lambda x: 0  # a recurrence aliases its branch's tensor
+        return self.backend.nbytes
 
     def _kernel(self, op: ops.Op) -> Any:
         k = self.backend.kernel(op)
@@ -105,6 +122,27 @@ class PythonExecutor(Executor):
     def reset(self) -> None:
         for s in self.stores.values():
             s.clear()
+        self._steps = None
+
+    def tick(self) -> bool:
+        """Run one iteration of the outermost loop; False once the program has finished."""
+        if self._steps is None:
+            self._steps = self._make_steps().fn()
+        try:
+            next(self._steps)
+            return True
+        except StopIteration:
+            self._steps = None
+            return False
+
+    def execute_until_barrier(self, name: str) -> None:
+        """Run until the barrier op called `name` has executed (or to the end)."""
+        if self._steps is None:
+            self._steps = self._make_steps().fn()
+        for marker in self._steps:
+            if marker == name:
+                return
+        self._steps = None
 
     def get_spatial_tensor(self, tensor_id: TensorId, index: tuple = ()) -> Any:
         if tensor_id not in self.stores:
@@ -158,9 +196,15 @@ class PythonExecutor(Executor):
     def compile_profile(self) -> dict[str, float]:
         return self.get_compilation_time_breakdown()
 
-    def memory_stats(self) -> dict[str, int]:
-        live = sum(self.backend.nbytes(x) for s in self.stores.values() for x in s.values())
-        return {"live_bytes": live}
+    def memory_stats(self) -> dict[str, int | None]:
+        """Live bytes now; peak bytes and the cap when stores are tracked (a cap is set or
+        debug mode is on); no swapping yet, so swapped bytes are 0."""
+        live = sum(
+            self._nbytes_of(tid)(x) for tid, s in self.stores.items() for x in s.values()
+        )
+        tracked = any(isinstance(s, TrackedStore) for s in self.stores.values())
+        return {"live_bytes": live, "peak_bytes": self.accountant.peak if tracked else None,
+                "cap_bytes": self.accountant.cap, "swapped_bytes": 0}
 
 
 def _bound_symbols(sdg: SDG) -> list[Any]:

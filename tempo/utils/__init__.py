@@ -1,0 +1,1 @@
+"""Small user-facing helpers (API.md §0: `tempo.utils.make_sink`)."""
