@@ -1,0 +1,168 @@
+"""Optimizers as recurrences: each parameter is defined at every non-initial point of its
+accumulation domain from the previous point's value and gradient (API §6.2)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from tempo.api.nn.module import origin_condition, update_prev_index
+from tempo.api.nn.utils import clip_norm, total_norm
+from tempo.core.domain import Domain, DomainLike
+from tempo.core.errors import DomainError, TempoError, user_site
+
+if TYPE_CHECKING:
+    from tempo.api.recurrent_tensor import RecurrentTensor
+
+
+def _rt() -> Any:
+    from tempo.api.recurrent_tensor import RecurrentTensor
+
+    return RecurrentTensor
+
+
+class Optimizer:
+    """Common machinery: domain checks, gradient clipping and the parameter recurrence."""
+
+    def __init__(self, params: Sequence[RecurrentTensor], buffers: Sequence[RecurrentTensor] | None,
+                 lr: float, max_norm: float | None = None, norm_type: float = 2.0,
+                 independent_domain: DomainLike = None) -> None:
+        self.params = list(params)
+        self.buffers = list(buffers or [])
+        if not self.params:
+            raise TempoError("an optimizer needs at least one parameter", site=user_site())
+        self.domain: Domain = self.params[0].unindexed_domain
+        for p in self.params[1:]:
+            if p.unindexed_domain != self.domain:
+                raise DomainError(f"all parameters must share one domain: {self.domain} vs "
+                                  f"{p.unindexed_domain} ({p.tensor_id!r})", site=user_site())
+        indep = Domain.from_(independent_domain, none_is_empty=True)
+        self.acc_domain = self.domain.difference(indep)
+        if self.acc_domain.is_empty():
+            raise DomainError(f"parameters over {self.domain} have no update dimension left "
+                              f"after removing the independent domain {indep}", site=user_site())
+        self.lr, self.max_norm, self.norm_type = lr, max_norm, norm_type
+        self.prev = tuple(update_prev_index(self.domain, self.acc_domain))
+        self.origin = origin_condition(self.acc_domain)
+
+    # ---------------------------------------------------------------- helpers
+    def step_count(self) -> RecurrentTensor:
+        """1-based step number at the current point (linear index over the accumulation
+        domain plus one), as float32."""
+        rt = _rt()
+        return (rt.from_expr(self.acc_domain.linearized_count_expr) + 1).cast("float32")
+
+    def moment(self, like: RecurrentTensor, first: Any, recur: Any) -> RecurrentTensor:
+        """A state tensor over the parameter domain: `first` at the origin, else
+        `recur(previous value)`."""
+        m = _rt().placeholder(like.shape, like.dtype, domain=self.domain, requires_grad=False)
+        m[self.origin] = first
+        m[True] = recur(m[self.prev])
+        return m
+
+    def _grads(self) -> list[RecurrentTensor]:
+        grads = []
+        for p in self.params:
+            if p.grad is None:
+                raise TempoError(f"parameter {p.tensor_id!r} has no .grad: call "
+                                 "loss.backward() before optimizer.step()", site=user_site())
+            grads.append(p.grad.detach())
+        if self.max_norm is not None:
+            grads, _ = clip_norm(grads, self.max_norm, self.norm_type)
+        return grads
+
+    def updates(self, params: list[RecurrentTensor], grads: list[RecurrentTensor]) -> list[RecurrentTensor]:
+        """What to subtract from each parameter at the current point."""
+        raise NotImplementedError
+
+    def step(self) -> None:
+        """Define every parameter after the origin: p = p[prev] - update[prev]."""
+        grads = self._grads()
+        params = [p.detach() for p in self.params]
+        for p, pd, u in zip(self.params, params, self.updates(params, grads)):
+            p[True] = (pd - u)[self.prev]
+        for b in self.buffers:
+            b[True] = b[self.prev]
+
+    def zero_grad(self) -> None:
+        """Gradients are per point already; kept for torch-shaped programs."""
+
+
+class SGD(Optimizer):
+    """torch.optim.SGD: weight decay added to the gradient, momentum buffer, nesterov."""
+
+    def __init__(self, params: Sequence[RecurrentTensor], buffers: Sequence[RecurrentTensor] | None = None,
+                 lr: float = 0.001, momentum: float = 0.0, weight_decay: float = 0.0,
+                 nesterov: bool = False, max_norm: float | None = None, norm_type: float = 2.0,
+                 independent_domain: DomainLike = None) -> None:
+        super().__init__(params, buffers, lr, max_norm, norm_type, independent_domain)
+        if nesterov and momentum <= 0:
+            raise ValueError("nesterov needs momentum > 0")
+        self.momentum, self.weight_decay, self.nesterov = momentum, weight_decay, nesterov
+
+    def updates(self, params: list[RecurrentTensor], grads: list[RecurrentTensor]) -> list[RecurrentTensor]:
+        out = []
+        for p, g in zip(params, grads):
+            if self.weight_decay:
+                g = g + p * self.weight_decay
+            d = g
+            if self.momentum:
+                mu = self.momentum
+                g_ = g
+                buf = self.moment(g, g, lambda prev, g_=g_, mu=mu: prev * mu + g_)
+                d = g + buf * mu if self.nesterov else buf
+            out.append(d * self.lr)
+        return out
+
+
+class LAMB(Optimizer):
+    """LAMB (layer-wise trust ratio over Adam steps); with `adam=True` it is Adam/AdamW and
+    follows torch.optim.Adam numerically (bias-corrected moments, eps outside the sqrt)."""
+
+    def __init__(self, params: Sequence[RecurrentTensor], buffers: Sequence[RecurrentTensor] | None = None,
+                 lr: float = 0.001, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-6,
+                 wd: float = 0.0, adam: bool = False, max_norm: float | None = None,
+                 norm_type: float = 2.0, independent_domain: DomainLike = None) -> None:
+        super().__init__(params, buffers, lr, max_norm, norm_type, independent_domain)
+        self.b1, self.b2, self.eps, self.wd, self.adam = b1, b2, eps, wd, adam
+
+    def updates(self, params: list[RecurrentTensor], grads: list[RecurrentTensor]) -> list[RecurrentTensor]:
+        rt = _rt()
+        b1, b2 = self.b1, self.b2
+        step = self.step_count()
+        bc1 = 1.0 - rt.const(b1) ** step
+        bc2_sqrt = (1.0 - rt.const(b2) ** step).sqrt()
+        out = []
+        for p, g in zip(params, grads):
+            m = self.moment(g, g * (1.0 - b1), lambda prev, g=g: prev * b1 + g * (1.0 - b1))
+            gg = g * g
+            v = self.moment(g, gg * (1.0 - b2), lambda prev, gg=gg: prev * b2 + gg * (1.0 - b2))
+            adam_step = (m / bc1) / (v.sqrt() / bc2_sqrt + self.eps)
+            if self.adam:
+                upd = adam_step * self.lr
+                if self.wd:
+                    upd = upd + p * (self.lr * self.wd)
+            else:
+                r = adam_step + p * self.wd if self.wd else adam_step
+                w_norm, r_norm = total_norm([p]), total_norm([r])
+                ok = (w_norm > 0.0) & (r_norm > 0.0)
+                trust = ok.where(w_norm / r_norm.maximum(1e-30), 1.0)
+                upd = r * (trust * self.lr)
+            out.append(upd)
+        return out
+
+
+def Adam(params: Sequence[RecurrentTensor], buffers: Sequence[RecurrentTensor] | None = None,  # noqa: N802
+         lr: float = 0.001, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8,
+         max_norm: float | None = None, norm_type: float = 2.0,
+         independent_domain: DomainLike = None) -> LAMB:
+    """torch.optim.Adam (no weight decay) as `LAMB(adam=True)`."""
+    return LAMB(params, buffers, lr, b1, b2, eps, 0.0, True, max_norm, norm_type, independent_domain)
+
+
+def AdamW(params: Sequence[RecurrentTensor], buffers: Sequence[RecurrentTensor] | None = None,  # noqa: N802
+          lr: float = 0.001, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8,
+          wd: float = 0.01, max_norm: float | None = None, norm_type: float = 2.0,
+          independent_domain: DomainLike = None) -> LAMB:
+    """torch.optim.AdamW (decoupled weight decay) as `LAMB(adam=True, wd=wd)`."""
+    return LAMB(params, buffers, lr, b1, b2, eps, wd, True, max_norm, norm_type, independent_domain)
