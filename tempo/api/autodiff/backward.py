@@ -38,7 +38,10 @@ def backward(x: RT, grad: Any = None) -> None:
     if grad is None and len(x.shape) != 0:
         raise ShapeError(f"backward() without grad needs a scalar loss, got shape {x.shape}",
                          site=user_site())
-    with ctx, ctx.tag_region(BACKWARD_REGION):
+    from tempo.api.tempo_context_manager import _stack
+
+    active = contextlib.nullcontext() if _stack() and _stack()[-1] is ctx else ctx
+    with active, ctx.tag_region(BACKWARD_REGION):
         if x._ctx is None and x.requires_grad is True:
             tape_of(ctx).note_leaf(x)
         root = x.ident()
@@ -119,7 +122,8 @@ class _Backward:
         for tid in need:
             if self.tape.is_leaf(tid):
                 old = self.tape.grads.get(tid)
-                self.tape.grads[tid] = self.adj[tid] if old is None else _accumulate(old, self.adj[tid])
+                new = self.adj[tid]
+                self.tape.grads[tid] = new if old is None else _accumulate(old, new)
 
     def _placeholder(self, tid: TensorId) -> RT:
         info, dom = self.sdg.tensors[tid], self.sdg.ops[tid.op_id].domain
