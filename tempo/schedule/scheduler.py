@@ -17,7 +17,8 @@ from tempo.schedule.isl_program import (
     IslProgram,
     build_program,
 )
-from tempo.schedule.tree import Node
+from tempo.core import ops
+from tempo.schedule.tree import Exec, Free, Node, Seq
 
 
 @dataclass
@@ -30,9 +31,19 @@ class Schedule:
 def compute_schedule(
     sdg: SDG, bounds: dict[Symbol, int], stored: list[TensorId]
 ) -> Schedule:
-    """isl schedule of all ops and frees of `stored` tensors, as our schedule tree."""
+    """isl schedule of all ops and frees of `stored` tensors, as our schedule tree.
+
+    Ops that run once and read only such ops (constants, weight preprocessing) form a
+    prologue run before everything else; isl orders the rest."""
     t0 = time.perf_counter()
-    prog = build_program(sdg, bounds, stored)
+    prologue = static_prologue(sdg)
+    rest = sdg.copy()
+    for op_id in prologue:
+        rest.remove_op(op_id)
+    in_prologue = set(prologue)
+    epilogue = [Free(tid, ()) for tid in stored if tid.op_id in in_prologue]
+    stored = [tid for tid in stored if tid.op_id not in in_prologue]
+    prog = build_program(rest, bounds, stored)
     t1 = time.perf_counter()
     t2 = time.perf_counter()
     validity = prog.deps.union(prog.free_deps)
@@ -46,7 +57,7 @@ def compute_schedule(
     try:
         sched = sc.compute_schedule()
     except isl.Error as exc:
-        cycle = same_point_cycle(sdg, prog)
+        cycle = same_point_cycle(rest, prog)
         names = ", ".join(f"{sdg.ops[i]!r} ({sdg.ops[i].site})" for i in cycle) or "unknown ops"
         raise ScheduleError(
             f"no schedule orders these ops: they depend on each other at the same point: {names}"
@@ -54,7 +65,9 @@ def compute_schedule(
     t3 = time.perf_counter()
     build = isl.AstBuild.from_context(prog.context)
     ast = build.node_from_schedule(sched)
-    tree = ast_to_tree(ast, prog)
+    tree: Node = ast_to_tree(ast, prog)
+    if prologue:
+        tree = Seq([Exec(op_id, ()) for op_id in prologue] + [tree] + epilogue)
     t4 = time.perf_counter()
     timings = {
         "isl_build": (t1 - t0) * 1e3,
@@ -63,3 +76,16 @@ def compute_schedule(
         "isl_ast": (t4 - t3) * 1e3,
     }
     return Schedule(tree, prog, timings)
+
+
+def static_prologue(sdg: SDG) -> list[int]:
+    """Ops over the empty domain whose inputs are all such ops, in creation order."""
+    chosen: list[int] = []
+    seen: set[int] = set()
+    for op in sdg.topological():
+        if len(op.domain) or isinstance(op, ops.MergeOp):
+            continue
+        if all(e.src.op_id in seen for e in sdg.in_edges[op.op_id]):
+            chosen.append(op.op_id)
+            seen.add(op.op_id)
+    return chosen
