@@ -276,7 +276,7 @@ def _scatter_add(op: ops.ScatterAddOp, be: JaxBackend) -> Kernel:
             return x
         grid = list(jnp.indices(i.shape, sparse=True))
         grid[dim % i.ndim] = i
-        return x.at[tuple(grid)].add(_fit_to_index(s, i, dim).astype(x.dtype))
+        return x.at[tuple(grid)].add(s[tuple(slice(0, n) for n in i.shape)].astype(x.dtype))
 
     return _jit(op, scatter_add)
 

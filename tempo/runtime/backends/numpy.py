@@ -275,7 +275,7 @@ def _scatter_add(op: ops.ScatterAddOp, be: NumpyBackend) -> Kernel:
         out = np.array(x)
         if i.ndim == 0:
             return out
-        np.add.at(out, scatter_coords(i, dim), _fit_to_index(s, i, dim))
+        np.add.at(out, scatter_coords(i, dim), s[tuple(slice(0, n) for n in i.shape)])
         return out
 
     return scatter_add
