@@ -31,6 +31,8 @@ def _is_full(k: Any) -> bool:
 
 def _expand_key(key: Any, total: int) -> list[Any]:
     """Apply `...` expansion; reject more indices than dims."""
+    if isinstance(key, ie.IndexSequence):
+        key = tuple(key)
     keys = list(key) if isinstance(key, tuple) else [key]
     n_ell = sum(1 for k in keys if k is Ellipsis)
     if n_ell > 1:

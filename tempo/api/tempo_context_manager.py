@@ -86,17 +86,18 @@ class TempoContext:
 
     # ---------------------------------------------------------------- activation
     def __enter__(self) -> TempoContext:
-        st = _stack()
-        if not st or st[-1] is not self:
-            st.append(self)
+        _stack().append(self)
         self._entered += 1
         self.execution_config.apply_default_int()
         return self
 
     def __exit__(self, *exc: Any) -> None:
+        """Pop this context's innermost activation (an enclosing one stays active)."""
         st = _stack()
-        if self in st:
-            st.remove(self)
+        for k in range(len(st) - 1, -1, -1):
+            if st[k] is self:
+                del st[k]
+                break
         self._entered -= 1
 
     # ---------------------------------------------------------------- scoped state

@@ -48,7 +48,8 @@ def _domain_constraints(domain: Domain, suffix: str = "") -> list[str]:
     out = []
     for v in domain.variables:
         bound = domain.bound_of(v)
-        out.append(f"0 <= {v.name}{suffix} < {_isl(bound, suffix)}")
+        out.append(f"0 <= {v.name}{suffix}")
+        out.append(relate(f"{v.name}{suffix}", "<", bound, suffix))
     return out
 
 
@@ -61,6 +62,29 @@ def _isl(expr: object, suffix: str = "") -> str:
         for v in sorted(expr.vars_used(), key=lambda s: -len(s.name)):  # type: ignore[attr-defined]
             src = _rename(src, v.name, v.name + suffix)
     return f"({src})"
+
+
+def _pieces(expr: object, suffix: str = "") -> list[tuple[str | None, str]]:
+    """(condition, value) isl strings of an index expression; Piecewise gives several."""
+    if isinstance(expr, int):
+        return [(None, str(expr))]
+    from tempo.core.index_expr import isl_pieces
+
+    out = []
+    for cond, val in isl_pieces(expr):  # type: ignore[arg-type]
+        if suffix:
+            for v in expr.vars_used():  # type: ignore[attr-defined]
+                val = _rename(val, v.name, v.name + suffix)
+                cond = None if cond is None else _rename(cond, v.name, v.name + suffix)
+        out.append((cond, f"({val})"))
+    return out
+
+
+def relate(lhs: str, op: str, expr: object, suffix: str = "") -> str:
+    """The isl constraint `lhs op expr`, split over the pieces of a piecewise expr."""
+    parts = [f"({c} and {lhs} {op} {v})" if c else f"{lhs} {op} {v}"
+             for c, v in _pieces(expr, suffix)]
+    return parts[0] if len(parts) == 1 else "(" + " or ".join(parts) + ")"
 
 
 def _rename(src: str, old: str, new: str) -> str:
@@ -143,9 +167,10 @@ def edge_relation_str(sdg: SDG, e: Edge, decl: str) -> str:
     for v, member in zip(src.domain.variables, e.expr):
         sv = v.name + SRC_SUFFIX
         if isinstance(member, Slice):
-            cons.append(f"{_isl(member.start)} <= {sv} < {_isl(member.stop)}")
+            cons.append(relate(sv, ">=", member.start))
+            cons.append(relate(sv, "<", member.stop))
         else:
-            cons.append(f"{sv} = {_isl(member)}")
+            cons.append(relate(sv, "=", member))
     lhs = _tuple(stmt_name(src.op_id), src.domain, SRC_SUFFIX)
     rhs = _tuple(stmt_name(sink.op_id), sink.domain)
     return f"{decl} -> {{ {lhs} -> {rhs} : {' and '.join(cons) or 'true'} }}"
@@ -164,6 +189,17 @@ def edge_map(sdg: SDG, e: Edge, decl: str) -> isl.UnionMap:
     return isl.UnionMap.from_map(m)
 
 
+def _outside(lo: object, hi: object, ub: object) -> str:
+    """isl condition: the range [lo, hi) leaves [0, ub) (or is reversed)."""
+    alts = []
+    for cl, vl in _pieces(lo):
+        for ch, vh in _pieces(hi):
+            for cu, vu in _pieces(ub):
+                conds = " and ".join(c for c in (cl, ch, cu) if c) or "true"
+                alts.append(f"({conds} and ({vl} < 0 or {vh} > {vu} or {vh} < {vl}))")
+    return "(" + " or ".join(alts) + ")"
+
+
 def read_outside(sdg: SDG, e: Edge, decl: str, context: isl.Set) -> isl.Set:
     """Sink points (under the edge condition) whose read falls outside the source domain."""
     sink, src = sdg.ops[e.sink], sdg.ops[e.src.op_id]
@@ -172,12 +208,9 @@ def read_outside(sdg: SDG, e: Edge, decl: str, context: isl.Set) -> isl.Set:
         cons.append(f"({e.cond.to_isl()})")
     outs = []
     for v, member in zip(src.domain.variables, e.expr):
-        ub = _isl(src.domain.bound_of(v))
-        if isinstance(member, Slice):
-            lo, hi = _isl(member.start), _isl(member.stop)
-            outs.append(f"({lo} < 0 or {hi} > {ub} or {hi} < {lo})")
-        else:
-            outs.append(f"({_isl(member)} < 0 or {_isl(member)} >= {ub})")
+        ub = src.domain.bound_of(v)
+        lo, hi = (member.start, member.stop) if isinstance(member, Slice) else (member, member + 1)
+        outs.append(_outside(lo, hi, ub))
     if not outs:
         outs = ["false"]
     where = " and ".join([*cons, f"({' or '.join(outs)})"])

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 import islpy as isl
 
+from tempo.core import ops
 from tempo.core.errors import ScheduleError
 from tempo.core.index_expr import Symbol
 from tempo.core.sdg import SDG, TensorId
@@ -17,7 +18,6 @@ from tempo.schedule.isl_program import (
     IslProgram,
     build_program,
 )
-from tempo.core import ops
 from tempo.schedule.tree import Exec, Free, Node, Seq
 
 

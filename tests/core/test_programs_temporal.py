@@ -300,3 +300,17 @@ def test_several_outputs_and_sinks(cfg) -> None:
     run(cfg, 1, build, {0: T_})
     close(got["a"][0], XT * 2)
     close(torch.stack(got["b"]), XT.sum(1))
+
+
+def test_lexicographic_previous_and_next_piecewise_reads(cfg) -> None:
+    """`x.previous`/`x.next_` are Piecewise (row-major with wrap-around) reads."""
+
+    def build(bB, tT):  # noqa: ANN001, ANN202
+        (b, _), (t, _) = bB, tT
+        x = RT.from_symbol(b) * 10 + RT.from_symbol(t)
+        return {"prev": x.previous + 0, "next": x.next_ + 0}
+
+    res = run(cfg, 2, build, {0: 2, 1: 3})
+    flat = torch.tensor([0, 1, 2, 10, 11, 12])
+    close(res["prev"], torch.roll(flat, 1).reshape(2, 3))
+    close(res["next"], torch.roll(flat, -1).reshape(2, 3))
