@@ -62,7 +62,8 @@ def _leaky_gain(a: float) -> float:
 
 
 def kaiming_uniform(shape: ShapeLike, a: float = 0.01, dtype: DataTypeLike | None = None,
-                    domain: DomainLike = None, requires_grad: bool | None = None) -> RecurrentTensor:
+                    domain: DomainLike = None,
+                    requires_grad: bool | None = None) -> RecurrentTensor:
     """He: U(±gain(a)*sqrt(3/fan_in)) with the leaky-relu gain."""
     fi, _ = _fans(shape)
     return scaled_uniform(shape, dtype, domain, _leaky_gain(a) * math.sqrt(3.0 / fi),

@@ -82,13 +82,15 @@ def _slice_var(x: Any, d: int) -> Any:
 class ReduceOps:
     """Reduction methods mixed into RecurrentTensor."""
 
-    def sum(self, dims: int | Sequence[int] | None = None, keepdim: bool = False) -> RecurrentTensor:
+    def sum(self, dims: int | Sequence[int] | None = None,
+            keepdim: bool = False) -> RecurrentTensor:
         ds = _dims(dims, self.ndim)  # type: ignore[attr-defined]
         if not ds:
             return self.ident()  # type: ignore[attr-defined]
         return record1(ops.SumOp, [self], dims=ds, keepdim=keepdim)
 
-    def mean(self, dims: int | Sequence[int] | None = None, keepdim: bool = False) -> RecurrentTensor:
+    def mean(self, dims: int | Sequence[int] | None = None,
+             keepdim: bool = False) -> RecurrentTensor:
         ds = _dims(dims, self.ndim)  # type: ignore[attr-defined]
         n: Any = 1
         for d in ds:
@@ -148,7 +150,8 @@ class ReduceOps:
         out = e / e.sum(d, keepdim=True)
         return out.cast(orig) if dtypes.is_float(orig) else out
 
-    def logsumexp(self, sum_dims: int | Sequence[int] | None = None, keepdim: bool = False) -> RecurrentTensor:
+    def logsumexp(self, sum_dims: int | Sequence[int] | None = None,
+                  keepdim: bool = False) -> RecurrentTensor:
         ds = _dims(sum_dims, self.ndim)  # type: ignore[attr-defined]
         m = self
         for d in ds:

@@ -30,7 +30,7 @@ def _all(d: object, x: torch.Tensor) -> tuple:
 def test_sum_mean_std(shape: tuple, dtype: torch.dtype) -> None:
     x = make_input(shape, dtype, seed=4)
     for d in _dims(shape):
-        got = run_static(lambda a: [a.sum(d), a.sum(d, keepdim=True), a.mean(d), a.std(d),
+        got = run_static(lambda a, d=d: [a.sum(d), a.sum(d, keepdim=True), a.mean(d), a.std(d),
                                     a.std(d, correction=0)], x)
         dd = _all(d, x)
         want = [x.sum(dd), x.sum(dd, keepdim=True), _f(x).mean(dd), _f(x).std(dd),
@@ -47,7 +47,7 @@ def test_max_min_arg(shape: tuple, dtype: torch.dtype) -> None:
     want = [x.max(), x.min(), xi.flatten().argmax(), xi.flatten().argmin()]
     assert_same(got, want)
     for d in ([-1, 0] if shape else []):
-        got = run_static(lambda a: [a.max(d), a.min(d, keepdim=True), a.argmax(d)], x)
+        got = run_static(lambda a, d=d: [a.max(d), a.min(d, keepdim=True), a.argmax(d)], x)
         want = [tuple(x.max(d)), tuple(x.min(d, keepdim=True)), xi.argmax(d)]
         assert_same(got, want)
 
@@ -66,7 +66,7 @@ def test_cumsum_cumprod(shape: tuple, dtype: torch.dtype) -> None:
     if dtype.is_floating_point:
         x.view(-1)[1] = 0.0  # a zero must zero the rest of the product
     for d in (-1, 0):
-        got = run_static(lambda a: [a.cumsum(d), a.cumprod(d)], x)
+        got = run_static(lambda a, d=d: [a.cumsum(d), a.cumprod(d)], x)
         assert_same(got, [x.cumsum(d), x.cumprod(d)], rtol=1e-5, atol=1e-5)
 
 
@@ -93,7 +93,7 @@ def test_sort_bit_exact(shape: tuple, dtype: torch.dtype) -> None:
     x = make_input(shape, dtype, seed=8)  # ints and bools have ties: stable order matters
     for d in ([-1, 0] if shape else [0]):
         for desc in (False, True):
-            got = run_static(lambda a: a.sort(d, descending=desc, stable=True), x)
+            got = run_static(lambda a, d=d, desc=desc: a.sort(d, descending=desc, stable=True), x)
             assert_same(got, tuple(torch.sort(x, dim=d, descending=desc, stable=True)))
 
 

@@ -19,7 +19,7 @@ def test_shape_ops_4d(dtype: torch.dtype) -> None:
     x = make_input((2, 3, 4, 2), dtype, seed=1)
     got = run_static(lambda a: [
         a.reshape((6, -1)), a.flatten(1, -2), a.unflatten(-2, (2, 2)), a.permute((3, 0, 2, 1)),
-        a.transpose(-1, 0), a.unsqueeze(-1), a[0:1].squeeze(0) if False else a.flip((0, -1)),
+        a.transpose(-1, 0), a.unsqueeze(-1), a.flip((0, -1)),
         a.repeat((2, 1, 1, 3)), a.repeat_interleave(2, -2), a.expand((3, 2, 3, 4, 2)),
         *a.split(-2, 2), *a.chunk(3, 1), tpo.cat([a, a], dim=-1), tpo.stack([a, a], dim=1),
         a.index(1, -1), a.index(2, tpo.const(np.array([3, 0, 3]))), a.slice_dim(2, 1, 3),
@@ -75,7 +75,7 @@ def test_gather_scatter_index_add_bit_exact(dtype: torch.dtype) -> None:
     iidx = torch.tensor([3, 0, 3])
     perm3 = torch.stack([torch.randperm(3, generator=g) for _ in range(5)], 1)
     got = run_static(lambda a, i, s, p, ii, p3: [
-        a.gather(0, i), a.gather(-1, i[:, 0:4] if False else i.slice_dim(1, 0, 4) % 5),
+        a.gather(0, i), a.gather(-1, i.slice_dim(1, 0, 4) % 5),
         a.scatter_add(0, i, s), a.index_add(0, ii, s), a.index_add(-1, ii, s.transpose(0, 1)
                                                                    .slice_dim(1, 0, 3).index(0, 0)
                                                                    .unsqueeze(0).expand((4, 3)),

@@ -1,0 +1,131 @@
+"""Random ops (histograms, seeds, per-point draws), initialisers, sources, and a few ops
+inside a 1-d temporal program, all checked against torch."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from op_harness import assert_same, make_input, run_static, run_temporal
+
+import tempo.api.recurrent_tensor as tpo
+from tempo.api.recurrent_tensor import RecurrentTensor as RT
+
+N = 20000
+
+
+def _hist_ok(samples: torch.Tensor, probs: torch.Tensor, tol: float = 0.02) -> None:
+    freq = torch.bincount(samples.flatten().long(), minlength=len(probs)).double() / samples.numel()
+    assert torch.allclose(freq, probs.double(), atol=tol), (freq, probs)
+
+
+def test_uniform_histogram_and_dtype() -> None:
+    u, v = run_static(lambda: [tpo.random((N,)), tpo.uniform((N,), -2.0, 3.0, tpo.dtypes.float64)])
+    assert u.dtype == torch.float32 and v.dtype == torch.float64
+    assert 0 <= u.min() and u.max() < 1 and -2 <= v.min() and v.max() < 3
+    _hist_ok((u * 10).floor(), torch.full((10,), 0.1))
+    _hist_ok(((v + 2) * 2).floor(), torch.full((10,), 0.1))
+
+
+def test_normal_moments() -> None:
+    z, w = run_static(lambda: [tpo.randn((N,)), tpo.normal((N,), mean=3.0, std=0.5)])
+    assert abs(z.mean()) < 0.03 and abs(z.std() - 1) < 0.03
+    assert abs(w.mean() - 3) < 0.02 and abs(w.std() - 0.5) < 0.02
+    within = (z.abs() < 1).double().mean()
+    assert abs(within - 0.6827) < 0.015
+
+
+def test_random_int_and_bool() -> None:
+    i, b = run_static(lambda: [tpo.random_int(2, 7, (N,)), tpo.random_bool((N,))])
+    assert i.dtype == torch.int64 and b.dtype == torch.bool
+    assert i.min() == 2 and i.max() == 6
+    _hist_ok(i - 2, torch.full((5,), 0.2))
+    assert abs(b.double().mean() - 0.5) < 0.02
+
+
+def test_multinomial_and_top_p() -> None:
+    p = torch.tensor([0.1, 0.0, 0.6, 0.3])
+    rows = torch.tensor([[0.5, 0.5, 0.0], [0.0, 0.2, 0.8]])
+    s1, s2, tp = run_static(lambda a, r: [tpo.multinomial(a, N, True), r.multinomial(N, True),
+                                          RT.const(np.tile(p.numpy(), (N, 1))).sample_top_p(0.5)],
+                            p, rows)
+    assert s1.shape == (N,) and s2.shape == (2, N) and tp.shape == (N, 1)
+    _hist_ok(s1, p)
+    _hist_ok(s2[0], rows[0])
+    _hist_ok(s2[1], rows[1])
+    # nucleus 0.5: sorted [0.6, 0.3, ...]; the mass before 0.3 is 0.6 > 0.5, so only index 2
+    _hist_ok(tp, torch.tensor([0.0, 0.0, 1.0, 0.0]))
+
+
+def test_seed_reproducibility() -> None:
+    a1 = run_static(lambda: tpo.normal((64,)), seed=1)
+    a2 = run_static(lambda: tpo.normal((64,)), seed=1)
+    b = run_static(lambda: tpo.normal((64,)), seed=2)
+    assert torch.equal(a1, a2) and not torch.equal(a1, b)
+
+
+def test_fresh_per_domain_point_and_shared_without_domain() -> None:
+    fresh = run_temporal(lambda t: tpo.random((8,), domain=(t,)), 4)
+    shared = run_temporal(lambda t: tpo.random((8,)) + RT.from_symbol(t) * 0, 4)
+    assert len({tuple(v.tolist()) for v in fresh}) == 4
+    assert len({tuple(v.tolist()) for v in shared}) == 1
+
+
+def test_initialisers() -> None:
+    shape = (64, 32)
+    lin, glo, kun, kno, orth = run_static(lambda: [
+        tpo.linear_init_uniform(shape), tpo.glorot_uniform(shape), tpo.kaiming_uniform(shape),
+        tpo.kaiming_normal((256, 128)), tpo.orthogonal_init((8, 8), gain=2.0)])
+    gain = math.sqrt(2 / (1 + 0.01**2))
+    for x, bound in [(lin, 1 / math.sqrt(32)), (glo, math.sqrt(6 / 96)),
+                     (kun, gain * math.sqrt(3 / 32))]:
+        assert x.abs().max() <= bound and x.abs().max() > 0.9 * bound
+        assert abs(x.std() - bound / math.sqrt(3)) < 0.1 * bound
+    assert abs(kno.std() - gain / math.sqrt(128)) < 0.01
+    assert_same(orth @ orth.T, 4 * torch.eye(8), atol=1e-5, rtol=1e-5)
+
+
+def test_state_dict_and_sources() -> None:
+    sd = {"w": torch.arange(6.0).reshape(2, 3), "layer.0": torch.ones(3), "layer.1": torch.zeros(3)}
+    got = run_static(lambda: [tpo.init_from_statedict(sd, "w"),
+                              tpo.source_udf(lambda: torch.full((2,), 5.0), (2,), None),
+                              tpo.external_init(lambda shp: np.ones(shp), (2, 2))])
+    assert_same(got, [sd["w"], torch.full((2,), 5.0), torch.ones(2, 2)])
+    per_t = run_temporal(lambda t: tpo.init_from_statedict(sd, lambda ts: f"layer.{ts[t]}",
+                                                           domain=(t,)), 2)
+    assert_same(per_t, [sd["layer.0"], sd["layer.1"]])
+    with_ts = run_temporal(lambda t: tpo.source_with_ts_udf(
+        lambda ts: torch.tensor([float(ts[t])]), (1,), tpo.dtypes.float32, (t,)), 3)
+    assert_same(with_ts, [torch.tensor([float(i)]) for i in range(3)])
+
+
+@pytest.mark.parametrize("op", ["softmax", "cumsum", "sort", "gather", "discounted_cum_sum"])
+def test_ops_in_temporal_program(op: str) -> None:
+    data = make_input((4, 5), torch.float32, seed=11)
+    src = lambda t: tpo.source_with_ts_udf(lambda ts: data[ts[t]], (5,), None, (t,))  # noqa: E731
+    fns = {
+        "softmax": (lambda t: src(t).softmax(-1), lambda r: r.softmax(-1)),
+        "cumsum": (lambda t: (src(t) * RT.from_symbol(t)).cumsum(0),
+                   lambda r: r.cumsum(0)),
+        "sort": (lambda t: src(t).sort(descending=True, stable=True)[1],
+                 lambda r: r.sort(descending=True, stable=True)[1]),
+        "gather": (lambda t: src(t).gather(0, RT.const(np.array([4, 0, 0]))),
+                   lambda r: r[[4, 0, 0]]),
+    }
+    if op == "discounted_cum_sum":
+        # a slice over the whole domain, discounted back at each point of t (keep_symbolic_dim)
+        def build(t):  # type: ignore[no-untyped-def]
+            T = t.as_bound()
+            x = src(t).sum(0)
+            return x[0:T].discounted_cum_sum(0.5)
+        got = run_temporal(build, 4)
+        r = data.sum(1)
+        want = [sum(0.5 ** (j - k) * r[j] for j in range(k, 4)) for k in range(4)]
+        assert_same(torch.stack(got), torch.stack(want), rtol=1e-5, atol=1e-5)
+        return
+    fn, ref = fns[op]
+    got = run_temporal(fn, 4)
+    want = [ref(data[i] * (i if op == "cumsum" else 1)) for i in range(4)]
+    assert_same(got, want, rtol=1e-5, atol=1e-6)
