@@ -151,13 +151,95 @@ def gelu_inverse(y: torch.Tensor, bit: torch.Tensor, approximate: str = "none") 
     return x
 
 
+@dataclass(frozen=True)
+class DerivativeTable:
+    """GELU' sampled on uniform grids, built once from the exact solver.
+
+    ``near``: against T = sign * sqrt(y - y_min) from the left cut (y = -1e-3) to y = 8.
+    ``tail``: against log(-y) on the left branch for y in [-1e-3, 0), where T loses resolution.
+    Above y = 8 GELU' = 1 to fp64 precision.
+    """
+
+    t0: float
+    t_step: float
+    near: torch.Tensor
+    s0: float
+    s_step: float
+    tail: torch.Tensor
+
+
+_TABLES: dict[str, DerivativeTable] = {}
+_TAIL_Y = -1e-3
+_TOP_Y = 8.0
+
+
+def derivative_table(approximate: str) -> DerivativeTable:
+    """Build (once per form) the interpolation tables used for non-fp64 gradients."""
+    if approximate not in _TABLES:
+        k = CONSTANTS[approximate]
+        t0, t1 = -math.sqrt(_TAIL_Y - k.y_min), math.sqrt(_TOP_Y - k.y_min)
+        t = torch.linspace(t0, t1, (1 << 19) + 1, dtype=torch.float64)
+        y = t * t + k.y_min
+        x = torch.cat([gelu_inverse(y[i : i + 65536], t[i : i + 65536] >= 0, approximate)
+                       for i in range(0, t.numel(), 65536)])
+        s0, s1 = -745.0, math.log(-_TAIL_Y)
+        s = torch.linspace(s0, s1, (1 << 16) + 1, dtype=torch.float64)
+        xs = gelu_inverse(-torch.exp(s), torch.zeros_like(s, dtype=torch.bool), approximate)
+        tail = torch.nan_to_num(gelu_derivative(xs, approximate), nan=0.0)
+        _TABLES[approximate] = DerivativeTable(
+            t0, (t1 - t0) / (t.numel() - 1), gelu_derivative(x, approximate),
+            s0, (s1 - s0) / (s.numel() - 1), tail,
+        )
+    return _TABLES[approximate]
+
+
+def _lerp(table: torch.Tensor, pos: torch.Tensor) -> torch.Tensor:
+    pos = torch.nan_to_num(pos, nan=0.0).clamp_(0.0, table.numel() - 1.000001)
+    i = pos.to(torch.int64)
+    lo = torch.index_select(table, 0, i)  # much faster than table[i] on CPU
+    hi = torch.index_select(table, 0, i + 1)
+    return torch.lerp(lo, hi, pos - i)
+
+
+def derivative_from_output(y: torch.Tensor, bit: torch.Tensor, approximate: str) -> torch.Tensor:
+    """GELU'(x) from (y, bit) by table interpolation, in fp64 (about 1e-10 off the exact solve)."""
+    k = CONSTANTS[approximate]
+    tab = derivative_table(approximate)
+    yd = y.to(torch.float64)
+    right = bit.to(torch.bool)
+    yc = torch.clamp(yd, min=k.y_min)
+    t = torch.sqrt(yc - k.y_min)
+    t = torch.where(right, t, -t)
+    d = _lerp(tab.near, (t - tab.t0) / tab.t_step)
+    in_tail = (~right) & (yc > _TAIL_Y)
+    if bool(in_tail.any()):
+        s = torch.log(-yc[in_tail])
+        d[in_tail] = _lerp(tab.tail, (s - tab.s0) / tab.s_step)
+    d = torch.where(yc > _TOP_Y, 1.0, d)
+    zero = yd == 0
+    if bool(zero.any()):
+        d = torch.where(zero, torch.where(right, 0.5, 0.0).to(d.dtype), d)
+    bad = ~torch.isfinite(yd)
+    if bool(bad.any()):
+        d = torch.where(bad, float("nan"), d)
+    return d
+
+
+#: "auto": exact Newton solve for fp64 gradients (gradcheck, references), table otherwise.
+BACKWARD_METHOD: list[str] = ["auto"]
+
+
 def _gelu_grad_from_output(
     grad: torch.Tensor, y: torch.Tensor, bit: torch.Tensor, approximate: str
 ) -> torch.Tensor:
     """grad * GELU'(x(y, bit)) for one flat chunk."""
-    x = gelu_inverse(y, bit, approximate)
-    d = gelu_derivative(x, approximate)
-    d = torch.where(x == float("-inf"), 0.0, d)
+    method = BACKWARD_METHOD[0]
+    if method == "exact" or (method == "auto" and y.dtype == torch.float64):
+        x = gelu_inverse(y, bit, approximate)
+        d = gelu_derivative(x, approximate)
+        d = torch.where(x == float("-inf"), 0.0, d)
+    else:
+        d = derivative_from_output(y, bit, approximate)
     return (grad.to(torch.float64) * d).to(grad.dtype)
 
 

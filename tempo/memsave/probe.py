@@ -1,6 +1,6 @@
 """Measurements on Hugging Face BERT stacks: per-layer saved bytes, and a subprocess worker.
 
-``python -m tempo.memsave.probe --mode peak|maxbatch|time ...`` runs one measurement in a fresh
+``python -m tempo.memsave.probe --mode peak|maxbatch|time|all ...`` runs one measurement in a fresh
 process (start it with :func:`run_probe`, which sets the malloc environment) and prints one JSON
 line. Saved bytes are measured in-process: they are deterministic.
 """
@@ -121,14 +121,23 @@ def _worker(args: argparse.Namespace) -> dict[str, Any]:
     with ctx:
         train_step(model, inputs(1, args.seq))  # warm-up: threads, allocator, lazy init
         model.zero_grad(set_to_none=False)
-        if args.mode == "peak":
+        if args.mode in ("peak", "all"):
             r0 = _vm_rss()
             loss = loss_of(model, inputs(args.batch, args.seq))
             result["rss_after_forward_mib"] = (_vm_rss() - r0) / 2**20
             loss.backward()
             peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
             result["peak_minus_base_mib"] = (peak - r0) / 2**20
-        elif args.mode == "maxbatch":
+        if args.mode in ("time", "all"):
+            ids = inputs(args.batch, args.seq)
+            times = []
+            for _ in range(args.repeats):
+                t0 = time.perf_counter()
+                train_step(model, ids)
+                times.append(time.perf_counter() - t0)
+            result["step_s_median"] = statistics.median(times)
+            result["step_s_all"] = times
+        if args.mode in ("maxbatch", "all"):
             cap = int(args.cap_mib * 2**20)
 
             def fits(b: int) -> bool:
@@ -138,16 +147,6 @@ def _worker(args: argparse.Namespace) -> dict[str, Any]:
 
             result["max_batch"] = memory.largest_batch(fits, limit=args.max_batch)
             result["cap_mib"] = args.cap_mib
-        elif args.mode == "time":
-            ids = inputs(args.batch, args.seq)
-            train_step(model, ids)
-            times = []
-            for _ in range(args.repeats):
-                t0 = time.perf_counter()
-                train_step(model, ids)
-                times.append(time.perf_counter() - t0)
-            result["step_s_median"] = statistics.median(times)
-            result["step_s_all"] = times
     return result
 
 
@@ -171,7 +170,7 @@ def run_probe(**kwargs: Any) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--mode", choices=["peak", "maxbatch", "time"], required=True)
+    ap.add_argument("--mode", choices=["peak", "maxbatch", "time", "all"], required=True)
     ap.add_argument("--hidden", type=int, default=768)
     ap.add_argument("--heads", type=int, default=12)
     ap.add_argument("--layers", type=int, default=2)
