@@ -42,11 +42,14 @@ def backward(x: RT, grad: Any = None) -> None:
 
     active = contextlib.nullcontext() if _stack() and _stack()[-1] is ctx else ctx
     with active, ctx.tag_region(BACKWARD_REGION):
-        if x._ctx is None and x.requires_grad is True:
-            tape_of(ctx).note_leaf(x)
+        tape = tape_of(ctx)
+        if x.requires_grad is True:
+            tape.note_leaf(x)
         root = x.ident()
         seed = _seed(root, grad)
-        _Backward(ctx, root.tensor_id).run(seed)
+        bw = _Backward(ctx, root.tensor_id)
+        bw.run(seed)
+    tape.clear_ctx(bw.need | {x.tensor_id, root.tensor_id})
     x._ctx = None
 
 
@@ -73,6 +76,7 @@ class _Backward:
         self.adj: dict[TensorId, RT] = {}
         self.contribs: dict[TensorId, list[RT]] = {}
         self.valid = Validity(self.sdg, self._first_wins)
+        self.need: set[TensorId] = set()
 
     # ---------------------------------------------------------------- the path
     def _live_in_edges(self, op_id: int) -> list[Edge]:
@@ -105,7 +109,7 @@ class _Backward:
 
     # ---------------------------------------------------------------- adjoints
     def run(self, seed: RT) -> None:
-        need = self._needed()
+        need = self.need = self._needed()
         if self.root not in need:
             return
         for tid in sorted(need, key=lambda t: (t.op_id, t.output_id)):

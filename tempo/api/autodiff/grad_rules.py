@@ -63,17 +63,16 @@ def _binary_parts(fn: str, a: RT, b: RT, y: RT, g: RT) -> tuple[RT | None, RT | 
         return g * b, g * a
     if fn == "div":
         return g / b, -g * a / (b * b)
-    if fn == "pow":
-        da = g * b * a ** (b - 1)
+    if fn == "pow":  # torch: 0 where the exponent is 0 / the base is 0 with exponent >= 0
+        da = g * (b == 0).where(_const(0.0, y), b * a ** (b - 1))
         zero_base = (a == 0) & (b >= 0)
         db = g * zero_base.where(_const(0.0, y), y * a.ln())
         return da, db
-    if fn in ("maximum", "minimum"):
+    if fn in ("maximum", "minimum"):  # torch: a tie splits the gradient equally
         win = (a > b) if fn == "maximum" else (a < b)
         half = (a == b).where(_const(0.5, g), _const(0.0, g))
         wa = win.where(_const(1.0, g), half)
-        wb = win.where(_const(0.0, g), half)
-        return g * wa, g * wb
+        return g * wa, g * (1.0 - wa)
     if fn == "fmod":
         return g, None
     return None, None

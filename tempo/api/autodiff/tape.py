@@ -3,6 +3,7 @@ inputs, and the leaf wrappers (requires_grad=True, no backward context) that get
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -28,18 +29,37 @@ class Tape:
     stopped: set[tuple[int, int]] = field(default_factory=set)
     leaves: dict[TensorId, list[RTBase]] = field(default_factory=dict)
     grads: dict[TensorId, RTBase] = field(default_factory=dict)
+    # Op results that got a backward ctx, and their wrappers (weakly: `_ctx` is cleared after
+    # backward). Leafness is a property of the tensor, not of the wrapper: `k[0:t+1]` is a new
+    # wrapper without `_ctx` around the non-leaf `k`, and must not cut the chain.
+    produced: dict[TensorId, list[weakref.ref[RTBase]]] = field(default_factory=dict)
 
     def note_input(self, sink: int, sink_in: int, x: RTBase) -> None:
         """Record whether the edge (sink, sink_in), read through wrapper `x`, carries grads."""
         if x.requires_grad is False:
             self.stopped.add((sink, sink_in))
-        elif x.requires_grad is True and x._ctx is None:
+        elif x.requires_grad is True:
             self.note_leaf(x)
 
     def note_leaf(self, x: RTBase) -> None:
+        """`x` is a leaf (gets `.grad`) unless its tensor is the result of a recorded op."""
+        if x._ctx is not None or x.tensor_id in self.produced:
+            return
         ws = self.leaves.setdefault(x.tensor_id, [])
         if all(w is not x for w in ws):
             ws.append(x)
+
+    def note_produced(self, x: RTBase, op_id: int) -> None:
+        x._ctx = BackwardCtx(op_id)
+        self.produced.setdefault(x.tensor_id, []).append(weakref.ref(x))
+
+    def clear_ctx(self, tids: Any) -> None:
+        """API §3.7: after propagation the `_ctx` of the intermediate tensors is cleared."""
+        for tid in tids:
+            for ref in self.produced.get(tid, []):
+                w = ref()
+                if w is not None:
+                    w._ctx = None
 
     def is_leaf(self, tid: TensorId) -> bool:
         return tid in self.leaves
@@ -61,7 +81,7 @@ def note_record(ctx: Any, op_id: int, inputs: list[RTBase], outs: list[RTBase]) 
         tape.note_input(op_id, k, x)
     for o in outs:
         if o.requires_grad is True:
-            o._ctx = BackwardCtx(op_id)
+            tape.note_produced(o, op_id)
 
 
 def note_branch(ctx: Any, merge_id: int, value: Any) -> None:

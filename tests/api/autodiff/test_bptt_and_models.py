@@ -40,7 +40,6 @@ def test_bptt_rnn_50_steps(backend: str) -> None:
     assert_close(got, torch_grads(ref, xs, ws, us, h0s))
 
 
-@pytest.mark.xfail(reason="shift-sugar (t < T+1) adjoints are wrong: open bug", strict=True)
 def test_bptt_shift_sugar_extends_domain() -> None:
     n = 6
     xs, ws = rnd(n, 3), rnd(3, seed=4)
@@ -55,11 +54,13 @@ def test_bptt_shift_sugar_extends_domain() -> None:
     got = p.run({T: n})
 
     def ref(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+        # acc has T+1 points, but `acc.sum()` is a new op over the default domain t < T
+        # (API §3.5: only the placeholder's bound is overridden), so acc[T] is not in the loss.
         a, total = torch.zeros(3), torch.zeros(())
         for i in range(n):
             total = total + a.sum()
             a = (a * w + x[i]).sin()
-        return total + a.sum()
+        return total
 
     assert_close(got, torch_grads(ref, xs, ws))
 
@@ -116,8 +117,6 @@ def test_matmul_softmax_chain() -> None:
     assert_close(got, torch_grads(ref, xs, ws))
 
 
-@pytest.mark.xfail(reason="a leaf used only via a 0:t+1 slice matmul gets no grad: open bug",
-                   strict=True)
 def test_causal_attention_over_time() -> None:
     nt, d = 6, 4
     xs = rnd(nt, d)
@@ -176,9 +175,9 @@ def test_unary_rules(fn: str) -> None:
     assert_close(got, torch_grads(lambda x: (getattr(torch, fn)(x) * x).sum(), xs))
 
 
-@pytest.mark.xfail(reason="one binary rule disagrees with torch: open bug", strict=True)
 def test_binary_rules_with_broadcast() -> None:
     a_s, b_s = np.abs(rnd(3, 4)) + 0.5, rnd(4, seed=14)
+    b_s[1] = a_s[0, 1]  # a maximum/minimum tie: torch splits the gradient equally
     p = Prog(1)
     (t, T), = p.vb
     with p.ctx:
