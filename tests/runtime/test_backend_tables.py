@@ -3,12 +3,18 @@ BackendError naming the op (never a raw numpy/jax/torch exception)."""
 
 from __future__ import annotations
 
+import dataclasses
+from pathlib import Path
+from typing import Any
+
 import numpy as np
 import pytest
 
+from tempo.api import RecurrentTensor as RT
+from tempo.api import TempoContext
 from tempo.core import ops
+from tempo.core.configs import ExecutionConfig
 from tempo.core.dl_backend import DLBackend
-from tempo.core.domain import Domain
 from tempo.core.errors import BackendError
 from tempo.runtime.backends import jax as jax_be
 from tempo.runtime.backends import numpy as np_be
@@ -47,40 +53,34 @@ def test_lazy_jax_stand_in_builds_the_real_backend() -> None:
     assert isinstance(be, jax_be.JaxBackend)
 
 
-def _sub_op() -> ops.BinaryOp:
-    return ops.BinaryOp(op_id=7, domain=Domain.empty(), fn="sub", site="prog.py:3: x - y")
+def _bool_sub_program(backend: str, tmp: Path) -> Any:
+    cfg = dataclasses.replace(ExecutionConfig.test_cfg(), backend=backend, dev="cpu",
+                              path=str(tmp) + "/")
+    ctx = TempoContext(cfg, num_dims=0)
+    with ctx:
+        x = RT.const(np.array([True, False]))
+        (x - x).sink_udf(lambda v: None)
+    return ctx.compile({})
 
 
-@pytest.mark.parametrize("backend", ["numpy", "jax"])
-def test_unsupported_dtype_raises_backend_error_naming_the_op(backend: str) -> None:
-    be = DLBackend.get_backend(backend)(dev="cpu", seed=0)
-    k = be.kernel(_sub_op())
-    a = be.from_numpy(np.array([True, False]), _bool())
+@pytest.mark.parametrize("backend", ["numpy", "jax", "torch"])
+def test_unsupported_dtype_raises_backend_error_naming_the_op(backend: str, tmp_path: Path) -> None:
+    exe = _bool_sub_program(backend, tmp_path)
     with pytest.raises(BackendError) as info:
-        k(a, a)  # numpy and jax refuse `-` on bools (as torch does)
+        exe.execute()  # numpy, jax and torch all refuse `-` on bools
     msg = str(info.value)
-    assert "sub#7" in msg and backend in msg and "prog.py:3" in msg
+    assert "sub#" in msg and backend in msg and "test_backend_tables.py" in msg
 
 
-def test_numpy_int_pow_negative_is_a_backend_error() -> None:
-    be = np_be.NumpyBackend()
-    op = ops.BinaryOp(op_id=1, domain=Domain.empty(), fn="pow")
-    k = be.kernel(op)
-    with pytest.raises(BackendError, match="pow#1"):
-        k(np.array([2, 3]), np.array([-1, 2]))
-
-
-def test_user_udf_errors_are_not_wrapped() -> None:
-    def boom(x: object) -> None:
+def test_user_udf_errors_are_not_wrapped(tmp_path: Path) -> None:
+    def boom(v: object) -> None:
         raise KeyError("user bug")
 
-    for be in (np_be.NumpyBackend(), jax_be.JaxBackend()):
-        k = be.kernel(ops.SinkUDFOp(op_id=2, domain=Domain.empty(), fn=boom))
+    for backend in ("numpy", "jax"):
+        cfg = dataclasses.replace(ExecutionConfig.test_cfg(), backend=backend, dev="cpu",
+                                  path=str(tmp_path) + "/")
+        ctx = TempoContext(cfg, num_dims=0)
+        with ctx:
+            RT.const(np.ones(2, np.float32)).sink_udf(boom)
         with pytest.raises(KeyError, match="user bug"):
-            k(np.zeros(2))
-
-
-def _bool():  # noqa: ANN202 - dtype helper
-    from tempo.core.dtype import dtypes
-
-    return dtypes.bool_
+            ctx.compile({}).execute()

@@ -1,6 +1,6 @@
 """Helpers shared by the backends: dtype promotion on numpy dtypes (Tempo's lattice, not
-numpy's), dynamic shapes, pad index maps, and the guard that turns a backend exception
-into a `BackendError` naming the op.
+numpy's), dynamic shapes and pad index maps. (Backend exceptions become a `BackendError`
+naming the op in the executor, from the generated line: kernels carry no wrapper.)
 
 Kernels are called once per op per point, so everything here is resolved at factory time
 and the per-call paths are a dict lookup or a comparison at most.
@@ -17,18 +17,12 @@ import numpy as np
 
 from tempo.core import ops
 from tempo.core.dtype import DataType, dtypes
-from tempo.core.errors import BackendError, TempoError
 
 Kernel = Callable[..., Any]
 
 ALL_DTYPES: tuple[DataType, ...] = tuple(dtypes.fields().values())
 NP_OF: dict[str, np.dtype] = {dt.name: np.dtype(dtypes.to_np(dt)) for dt in ALL_DTYPES}
 NAME_OF_NP: dict[np.dtype, str] = {v: k for k, v in NP_OF.items()}
-
-# Ops whose kernels call user code: user exceptions must reach the user unchanged.
-USER_CODE_OPS = frozenset({"udf_source", "sink_udf", "map_udf"})
-# Ops whose kernels cannot fail for a dtype: they stay unwrapped (no extra call frame).
-NEVER_FAIL_OPS = frozenset({"merge", "ident", "barrier", "const", "fill"})
 
 
 def _build_promotion() -> dict[tuple[np.dtype, np.dtype], np.dtype]:
@@ -97,54 +91,3 @@ def pad_index(n: int, before: int, after: int, mode: str) -> np.ndarray:
             j = abs(i) % period if n > 1 else 0
             out.append(period - j if j >= n else j)
     return np.asarray(out, dtype=np.int64)
-
-
-def describe_args(args: Sequence[Any]) -> str:
-    parts = []
-    for a in args:
-        dt, shape = getattr(a, "dtype", None), getattr(a, "shape", None)
-        if dt is not None and shape is not None:
-            name = NAME_OF_NP.get(np.dtype(dt), str(dt)) if _is_np_dtype(dt) else str(dt)
-            parts.append(f"{name}{tuple(shape)}")
-        else:
-            parts.append(type(a).__name__)
-    return ", ".join(parts)
-
-
-def _is_np_dtype(dt: Any) -> bool:
-    try:
-        np.dtype(dt)
-    except TypeError:
-        return False
-    return True
-
-
-def backend_error(
-    op: ops.Op, backend: str, args: Sequence[Any], exc: BaseException
-) -> BackendError:
-    """The user-facing error for a kernel failure: op, backend, argument dtypes/shapes."""
-    err = BackendError(
-        f"the {backend} backend cannot run {op!r} on ({describe_args(args)}): "
-        f"{type(exc).__name__}: {exc}",
-        site=op.site or None,
-    )
-    err.backend_exception = exc  # type: ignore[attr-defined]
-    return err
-
-
-def guard(op: ops.Op, fn: Kernel, backend: str) -> Kernel:
-    """Wrap `fn` so a backend exception surfaces as a `BackendError` naming the op (the
-    backend's own stack trace is kept on `err.backend_exception`, not printed)."""
-    if op.name in USER_CODE_OPS or op.name in NEVER_FAIL_OPS:
-        return fn
-
-    def guarded(*args: Any) -> Any:
-        try:
-            return fn(*args)
-        except TempoError:
-            raise
-        except Exception as e:  # noqa: BLE001 - any backend failure becomes a BackendError
-            raise backend_error(op, backend, args, e) from None
-
-    guarded.__wrapped__ = fn  # type: ignore[attr-defined]
-    return guarded
