@@ -1,0 +1,146 @@
+"""Symbolic index expressions: immutable, hashable trees over integer symbols (API.md §2).
+They index recurrent tensors, guard branches, bound dimensions and size symbolic shapes.
+
+Layout: `base` (IndexExpr, IndexAtom, IndexValue, errors), `int_nodes`, `bool_nodes`,
+`sequences` (Slice, IndexSequence), `simplify` (the smart constructors the operators use),
+`functions` (min/max/slice_/piecewise/lift_*/evaluate/...), `isl_bridge` (isl and sympy).
+Nodes and constructors call each other, so each submodule imports at its top only what its
+class definitions need (`base`) and the rest at its bottom; `base` is imported first here.
+"""
+
+from __future__ import annotations
+
+from tempo.core.index_expr.base import (
+    BoolLike,  # noqa: F401  (type aliases, public but not in __all__)
+    IndexAtom,
+    IndexExpr,
+    IndexExprZeroDivisionError,
+    IndexValue,
+    IntLike,  # noqa: F401
+    NonAffineIndexExprError,
+    Number,  # noqa: F401
+)
+from tempo.core.index_expr.bool_nodes import (
+    And,
+    BooleanIndexValue,
+    ConstBool,
+    Equal,
+    GreaterThan,
+    GreaterThanOrEqual,
+    LessThan,
+    LessThanOrEqual,
+    Not,
+    Or,
+)
+from tempo.core.index_expr.functions import (
+    bound_symbols,
+    ceil,
+    compile_py,
+    evaluate,
+    evaluate_int,
+    floor,
+    lift_to_bool_ie,
+    lift_to_ie,
+    lift_to_ie_atom,
+    lift_to_ie_seq,
+    lift_to_int_ie,
+    logical_eq,
+    max,
+    min,
+    piecewise,
+    slice_,
+    struct_eq,
+    symbols,
+)
+from tempo.core.index_expr.int_nodes import (
+    PY_GLOBALS,
+    Add,
+    Ceil,
+    ConstFloat,
+    ConstInt,
+    Floor,
+    FloorDivision,
+    IntIndexValue,
+    Max,
+    Min,
+    Modulos,
+    Mul,
+    Neg,
+    Piecewise,
+    Pow,
+    Sub,
+    Symbol,
+    TrueDivision,
+    _tempo_no_branch,  # noqa: F401  (the generated code's error, kept importable)
+)
+from tempo.core.index_expr.isl_bridge import (
+    from_isl_aff,
+    from_isl_ast_expr,
+    from_isl_pw_aff,
+    isl_constraint_str,
+    isl_pieces,
+    to_sympy,
+)
+from tempo.core.index_expr.sequences import IndexSequence, Slice
+
+__all__ = [
+    "Add",
+    "And",
+    "BooleanIndexValue",
+    "Ceil",
+    "ConstBool",
+    "ConstFloat",
+    "ConstInt",
+    "Equal",
+    "Floor",
+    "FloorDivision",
+    "GreaterThan",
+    "GreaterThanOrEqual",
+    "IndexAtom",
+    "IndexExpr",
+    "IndexExprZeroDivisionError",
+    "IndexSequence",
+    "IndexValue",
+    "IntIndexValue",
+    "LessThan",
+    "LessThanOrEqual",
+    "Max",
+    "Min",
+    "Modulos",
+    "Mul",
+    "Neg",
+    "NonAffineIndexExprError",
+    "Not",
+    "Or",
+    "PY_GLOBALS",
+    "Piecewise",
+    "Pow",
+    "Slice",
+    "Sub",
+    "Symbol",
+    "TrueDivision",
+    "bound_symbols",
+    "ceil",
+    "compile_py",
+    "evaluate",
+    "evaluate_int",
+    "floor",
+    "from_isl_aff",
+    "from_isl_ast_expr",
+    "from_isl_pw_aff",
+    "isl_constraint_str",
+    "isl_pieces",
+    "lift_to_bool_ie",
+    "lift_to_ie",
+    "lift_to_ie_atom",
+    "lift_to_ie_seq",
+    "lift_to_int_ie",
+    "logical_eq",
+    "max",
+    "min",
+    "piecewise",
+    "slice_",
+    "struct_eq",
+    "symbols",
+    "to_sympy",
+]
