@@ -107,6 +107,7 @@ CASES: list[tuple[str, ops.Op, list[np.ndarray], tuple]] = [
      [f32(3, 4), R.integers(0, 4, (2, 2)), f32(3, 3)], ()),
     ("index_add", mk(ops.IndexAddOp, dim=1, alpha=0.5),
      [f32(3, 4), np.array([0, 2, 0]), f32(3, 3)], ()),
+    ("index_add-0d", mk(ops.IndexAddOp, dim=1), [f32(3, 4), np.array(2), f32(3)], ()),
     ("index_add-int", mk(ops.IndexAddOp, dim=0), [i32(3, 2), np.array([1, 1]), i32(2, 2)], ()),
     ("pad-const", mk(ops.PadOp, padding=((1, 2), (0, 1)), value=7.0), [f32(2, 3)], ()),
     ("pad-reflect", mk(ops.PadOp, padding=((2, 1),), mode="reflect"), [f32(4, 2)], ()),

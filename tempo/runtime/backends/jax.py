@@ -409,7 +409,8 @@ def _sort(op: ops.SortOp, be: JaxBackend) -> Kernel:
         n = x.shape[d]
         iota = lax.broadcasted_iota(_I64, x.shape, d)
         if not desc:
-            return tuple(lax.sort((x, iota), dimension=d, is_stable=True, num_keys=1))
+            v, i = lax.sort((x, iota), dimension=d, is_stable=True, num_keys=1)
+            return v, i
         v, i = lax.sort((jnp.flip(x, d), iota), dimension=d, is_stable=True, num_keys=1)
         return jnp.flip(v, d), (n - 1) - jnp.flip(i, d)
 

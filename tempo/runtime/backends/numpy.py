@@ -113,6 +113,9 @@ class NumpyBackend:
     def to_numpy(self, x: Any) -> np.ndarray:
         return np.asarray(x)
 
+    def to_device(self, x: Any) -> np.ndarray:
+        return user_array(x)
+
     def from_dlpack(self, x: Any) -> np.ndarray:
         if hasattr(x, "detach"):  # torch: drop autograd, move to host first
             x = x.detach().cpu()
@@ -165,9 +168,23 @@ def _eval_symbol(op: ops.EvalSymbolOp, be: NumpyBackend) -> Kernel:
     return lambda v: np.array(v, dtype=dt)
 
 
+def user_array(r: Any, dt: np.dtype | None = None) -> np.ndarray:
+    """A UDF result as an array we can store: torch tensors via DLPack, and no negative
+    strides (a user's `x[::-1]` would make torch.from_dlpack abort the process)."""
+    if hasattr(r, "detach"):
+        r = np.from_dlpack(r.detach().cpu())
+    r = np.asarray(r, dtype=dt)
+    return np.array(r) if any(s < 0 for s in r.strides) else r
+
+
 def _udf_source(op: ops.UDFSourceOp, be: NumpyBackend) -> Kernel:
     dt, fn = be.dtype(op.dtype), op.fn
-    return lambda *ts: np.asarray(fn(*ts), dtype=dt)
+    return lambda *ts: user_array(fn(*ts), dt)
+
+
+def _map_udf(op: ops.MapUDFOp, be: NumpyBackend) -> Kernel:
+    fn = op.fn
+    return lambda *args: user_array(fn(*args))
 
 
 def _ident(op: ops.Op, be: NumpyBackend) -> Kernel:
@@ -264,7 +281,7 @@ def _gather(op: ops.GatherOp, be: NumpyBackend) -> Kernel:
 
 def scatter_coords(i: np.ndarray, dim: int) -> tuple[np.ndarray, ...]:
     """Full coordinates for torch.scatter_add: every index position, `dim` replaced by i."""
-    grid = list(np.indices(i.shape, sparse=True))
+    grid: list[np.ndarray] = list(np.indices(i.shape, sparse=True))
     grid[dim % i.ndim] = i
     return tuple(grid)
 
@@ -290,7 +307,8 @@ def _index_add(op: ops.IndexAddOp, be: NumpyBackend) -> Kernel:
         d = dim % max(x.ndim, 1)
         if alpha != 1:
             s = (s * alpha).astype(x.dtype)
-        np.add.at(out, (slice(None),) * d + (i,), s)
+        key: Any = (slice(None),) * d + (i,)  # a 0-d index adds one slice
+        np.add.at(out, key, s)
         return out
 
     return index_add
@@ -482,7 +500,7 @@ KERNELS: dict[str, Factory] = {
     "matmul": _matmul,
     "conv": lambda op, be: conv_kernel(op, c.PROMOTE),
     "sink_udf": lambda op, be: op.fn,
-    "map_udf": lambda op, be: op.fn,
+    "map_udf": _map_udf,
     "barrier": lambda op, be: lambda *xs: None,
 }
 
