@@ -16,23 +16,31 @@ from tempo.core.configs import ExecutionConfig
 from tempo.core.dl_backend import DLBackend
 from tempo.core.dtype import dtypes
 
+DEFAULT_BACKEND = "torch"
+"""The backend `Prog` compiles for unless told (set per test by conftest's `backend`)."""
+
 
 def backends() -> list[str]:
-    """torch, plus jax once its backend is registered."""
-    out = ["torch"]
-    try:
-        DLBackend.get_backend("jax")
-        out.append("jax")
-    except Exception:  # noqa: BLE001 - not registered (yet)
-        pass
+    """The backends the tests run on: those that load. Backends register lazily, so ask for
+    each by name (`get_backend` imports `tempo.runtime.backends`) instead of listing the
+    registry, and check that jax itself imports."""
+    out = []
+    for name in ("torch", "jax"):
+        try:
+            DLBackend.get_backend(name)
+            if name == "jax":
+                import jax  # noqa: F401
+        except Exception:  # noqa: BLE001, S112 - not available here
+            continue
+        out.append(name)
     return out
 
 
 class Prog:
     """One program: a context, its variables/bounds, and leaves whose grads we read."""
 
-    def __init__(self, num_dims: int, backend: str = "torch") -> None:
-        cfg = dataclasses.replace(ExecutionConfig.test_cfg(), backend=backend)
+    def __init__(self, num_dims: int, backend: str | None = None) -> None:
+        cfg = dataclasses.replace(ExecutionConfig.test_cfg(), backend=backend or DEFAULT_BACKEND)
         self.ctx = TempoContext(cfg, num_dims=num_dims)
         self.vb = self.ctx.variables_and_bounds
         self.leaves: list[RT] = []
