@@ -15,6 +15,8 @@ from tempo.api import TempoContext
 from tempo.core import ops
 from tempo.core.configs import ExecutionConfig
 from tempo.core.dl_backend import DLBackend
+from tempo.core.domain import Domain
+from tempo.core.dtype import dtypes
 from tempo.core.errors import BackendError
 from tempo.runtime.backends import jax as jax_be
 from tempo.runtime.backends import numpy as np_be
@@ -84,3 +86,24 @@ def test_user_udf_errors_are_not_wrapped(tmp_path: Path) -> None:
             RT.const(np.ones(2, np.float32)).sink_udf(boom)
         with pytest.raises(KeyError, match="user bug"):
             ctx.compile({}).execute()
+
+
+def test_numpy_udf_results_with_negative_strides_reach_torch(tmp_path: Path) -> None:
+    """torch.from_dlpack aborts the process on negative strides: the backend copies."""
+    cfg = dataclasses.replace(ExecutionConfig.test_cfg(), backend="numpy", dev="cpu",
+                              path=str(tmp_path) + "/")
+    ctx = TempoContext(cfg, num_dims=0)
+    with ctx:
+        y = RT.const(np.arange(4, dtype=np.float32)).map_udf(lambda v: v[::-1])
+    exe = ctx.compile({})
+    exe.execute()
+    assert exe.get_spatial_tensor_torch(y.tensor_id).tolist() == [3, 2, 1, 0]
+
+
+def test_from_config_passes_enable_x64() -> None:
+    cfg = dataclasses.replace(ExecutionConfig.test_cfg(), backend="jax", dev="cpu")
+    be = DLBackend.get_backend("jax").from_config(cfg)
+    assert isinstance(be, jax_be.JaxBackend)
+    k = be.kernel(ops.MaxOp(op_id=1, domain=Domain.empty(), dim=0))
+    _, idx = k(be.from_numpy(np.ones(3), dtypes.float32))
+    assert np.asarray(idx).dtype == np.int64  # needs x64

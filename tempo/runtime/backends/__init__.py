@@ -21,5 +21,11 @@ class LazyJaxBackend:
 
         return JaxBackend(*args, **kwargs)
 
+    @classmethod
+    def from_config(cls, cfg: Any) -> Any:
+        from tempo.runtime.backends.jax import JaxBackend
+
+        return JaxBackend.from_config(cfg)
+
 
 DLBackend.register("jax", LazyJaxBackend)

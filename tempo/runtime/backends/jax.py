@@ -47,6 +47,11 @@ class JaxBackend:
         self.on_cpu = self.device.platform == "cpu"
         self.key = jax.device_put(jax.random.key(seed), self.device)
 
+    @classmethod
+    def from_config(cls, cfg: Any) -> JaxBackend:
+        """All the config says about this backend (the executor passes only dev and seed)."""
+        return cls(dev=cfg.dev, seed=cfg.seed, enable_x64=cfg.enable_x64)
+
     # ---------------------------------------------------------------- plumbing
     def dtype(self, dt: DataType) -> np.dtype:
         return c.NP_OF[dt.name]

@@ -92,6 +92,10 @@ class NumpyBackend:
         self.device = "cpu"
         self.rng = np.random.Generator(np.random.PCG64(seed))
 
+    @classmethod
+    def from_config(cls, cfg: Any) -> NumpyBackend:
+        return cls(dev=cfg.dev, seed=cfg.seed)
+
     # ---------------------------------------------------------------- plumbing
     def dtype(self, dt: DataType) -> np.dtype:
         return c.NP_OF[dt.name]
