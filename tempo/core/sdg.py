@@ -60,6 +60,8 @@ class SDG:
     tensors: dict[TensorId, TensorInfo] = field(default_factory=dict)
     bound_defs: dict[Symbol, int] = field(default_factory=dict)
     keep: set[TensorId] = field(default_factory=set)
+    # Storage choice (compiler pass): tensor -> domain position of its block dimension.
+    block_stores: dict[TensorId, int] = field(default_factory=dict)
     _next_id: int = 0
 
     # ---------------------------------------------------------------- building
@@ -131,6 +133,7 @@ class SDG:
         new.tensors = dict(self.tensors)
         new.bound_defs = dict(self.bound_defs)
         new.keep = set(self.keep)
+        new.block_stores = dict(self.block_stores)
         return new
 
     # ---------------------------------------------------------------- rendering

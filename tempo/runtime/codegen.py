@@ -45,9 +45,11 @@ class CodeGen:
     """Emits the body of `run()` for one schedule over one SDG."""
 
     def __init__(
-        self, sdg: SDG, kernels: dict[int, Any], stored: set[TensorId], steps: bool = False
+        self, sdg: SDG, kernels: dict[int, Any], stored: set[TensorId], steps: bool = False,
+        blocked: dict[TensorId, int] | None = None,
     ) -> None:
         self.sdg = sdg
+        self.blocked = blocked or {}
         self.steps = steps  # emit a generator yielding after each outer-loop iteration
         self.kernels = kernels
         self.stored = stored
@@ -68,6 +70,11 @@ class CodeGen:
         members = list(expr)
         if all(not isinstance(m, Slice) for m in members):
             return f"{src}[{self._key([m.to_py(names) for m in members])}]"
+        d = self.blocked.get(edge.src)
+        if d is not None and isinstance(members[d], Slice):
+            pre = [m.to_py(names) for k, m in enumerate(members) if k != d]
+            lo, hi = members[d].bounds_py(names)  # type: ignore[union-attr]
+            return f"{src}.read_slice({self._key(pre)}, {lo}, {hi})"
         parts = []
         for m in members:
             if isinstance(m, Slice):
@@ -172,7 +179,8 @@ def generate(
 ) -> Generated:
     """Compile the schedule into `run()` (or, with `steps`, a generator `run()` that yields
     after each outer-loop iteration and at barriers); stores and kernels are bound."""
-    gen = CodeGen(sdg, kernels, set(stores), steps)
+    blocked = {tid: d for tid, d in sdg.block_stores.items() if hasattr(stores[tid], "read_slice")}
+    gen = CodeGen(sdg, kernels, set(stores), steps, blocked)
     gen.emit(tree, 1)
     if steps:
         gen.lines.append("    yield None")

@@ -63,3 +63,73 @@ class TrackedStore(dict):
         for v in self.values():
             self.acct.credit(self.nbytes(v))
         dict.clear(self)
+
+
+class BlockStore:
+    """Points of a tensor laid out along one domain dimension in preallocated blocks: a
+    write copies into its slot, a slice read over that dimension is a view (O(1)), which
+    is what growing reads such as a KV history `k[0:t+1]` need.
+
+    Keys are full domain points; the blocked coordinate is at position `dim`."""
+
+    def __init__(
+        self, dim: int, size: int, alloc: Callable[[int], Any],
+        release: Callable[[Any], None] | None = None,
+    ) -> None:
+        self.dim = dim
+        self.size = size
+        self.alloc = alloc
+        self.release = release
+        self.bufs: dict[tuple, Any] = {}
+        self.filled: dict[tuple, set[int]] = {}
+
+    def _split(self, key: tuple) -> tuple[tuple, int]:
+        d = self.dim
+        return key[:d] + key[d + 1 :], key[d]
+
+    def __setitem__(self, key: tuple, value: Any) -> None:
+        pre, i = self._split(key)
+        buf = self.bufs.get(pre)
+        if buf is None:
+            buf = self.bufs[pre] = self.alloc(self.size)
+            self.filled[pre] = set()
+        buf[i] = value
+        self.filled[pre].add(i)
+
+    def __getitem__(self, key: tuple) -> Any:
+        pre, i = self._split(key)
+        return self.bufs[pre][i]
+
+    def __contains__(self, key: object) -> bool:
+        pre, i = self._split(key)  # type: ignore[arg-type]
+        return i in self.filled.get(pre, ())
+
+    def read_slice(self, pre: tuple, lo: int, hi: int) -> Any:
+        """Points lo..hi-1 along the blocked dim, as a view of the block."""
+        return self.bufs[pre][lo:hi]
+
+    def pop(self, key: tuple, default: Any = None) -> Any:
+        pre, i = self._split(key)
+        filled = self.filled.get(pre)
+        if filled is None or i not in filled:
+            return default
+        filled.discard(i)
+        if not filled:  # every written point freed: release the block
+            del self.filled[pre]
+            buf = self.bufs.pop(pre)
+            if self.release is not None:
+                self.release(buf)
+        return None
+
+    def clear(self) -> None:
+        if self.release is not None:
+            for buf in self.bufs.values():
+                self.release(buf)
+        self.bufs.clear()
+        self.filled.clear()
+
+    def values(self) -> Any:
+        return self.bufs.values()
+
+    def __len__(self) -> int:
+        return sum(len(f) for f in self.filled.values())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -11,9 +12,25 @@ from tempo.api import RecurrentTensor, TempoContext
 
 
 def run(cfg: Any, num_dims: int, build: Callable[..., dict[str, RecurrentTensor]],
-        bounds: dict[int, int]) -> dict[str, torch.Tensor]:
+        bounds: dict[int, int], both_stores: bool = True) -> dict[str, torch.Tensor]:
     """Build with the context's (var, bound) pairs; return every named tensor, all points
-    stacked in domain order (bounds keyed by the position of the dimension)."""
+    stacked in domain order (bounds keyed by the position of the dimension).
+
+    Runs the program twice, with point stores and with block stores (the storage pass),
+    and requires both to agree: each test checks both storage layouts."""
+    res = _run(cfg, num_dims, build, bounds)
+    if not both_stores:  # the build has side effects (sinks into lists): run once
+        return res
+    block_cfg = dataclasses.replace(cfg, enable_hybrid_tensorstore=True, enable_inplace_write=True)
+    blocked = _run(block_cfg, num_dims, build,
+                   bounds)
+    for name in res:
+        torch.testing.assert_close(blocked[name], res[name], rtol=0, atol=0)
+    return res
+
+
+def _run(cfg: Any, num_dims: int, build: Callable[..., dict[str, RecurrentTensor]],
+         bounds: dict[int, int]) -> dict[str, torch.Tensor]:
     ctx = TempoContext(cfg, num_dims=num_dims)
     pairs = ctx.variables_and_bounds
     with ctx:

@@ -280,7 +280,7 @@ def test_sink_order_and_symbol_values(cfg) -> None:
         o.sink_with_ts_udf(lambda x, ts: seen.append((ts[b], ts[t], float(x))))
         return {"o": o}
 
-    run(cfg, 2, build, {0: 2, 1: 4})
+    run(cfg, 2, build, {0: 2, 1: 4}, both_stores=False)
     assert sorted(seen) == [(bb, tt, float(bb + tt)) for bb in range(2) for tt in range(4)]
     for bb in range(2):
         ts_order = [tt for b_, tt, _ in seen if b_ == bb]
@@ -297,7 +297,7 @@ def test_several_outputs_and_sinks(cfg) -> None:
         x.sum().sink_udf(lambda v: got["b"].append(v.clone()))
         return {"x": x}
 
-    run(cfg, 1, build, {0: T_})
+    run(cfg, 1, build, {0: T_}, both_stores=False)
     close(got["a"][0], XT * 2)
     close(torch.stack(got["b"]), XT.sum(1))
 
@@ -314,3 +314,25 @@ def test_lexicographic_previous_and_next_piecewise_reads(cfg) -> None:
     flat = torch.tensor([0, 1, 2, 10, 11, 12])
     close(res["prev"], torch.roll(flat, 1).reshape(2, 3))
     close(res["next"], torch.roll(flat, -1).reshape(2, 3))
+
+
+def test_block_store_history_reads_are_views_and_correct(cfg) -> None:
+    """With the storage pass on, a growing history is read as a view of one block."""
+    import dataclasses
+
+    from tempo.api import TempoContext
+    from tempo.runtime.stores import BlockStore
+
+    got: list[torch.Tensor] = []
+    ctx = TempoContext(dataclasses.replace(cfg, enable_hybrid_tensorstore=True,
+                                        enable_inplace_write=True), num_dims=1)
+    (t, T), = ctx.variables_and_bounds
+    with ctx:
+        x = _x_source(t)
+        k = x * 2.0
+        (k[0 : t + 1] * 1.0).sum(0).sink_udf(lambda v: got.append(v.clone()))
+    exe = ctx.compile({T: T_})
+    exe.execute()
+    assert isinstance(exe.stores[k.tensor_id], BlockStore)
+    assert "read_slice" in exe.generated.source
+    close(torch.stack(got), torch.cumsum(XT * 2, 0))

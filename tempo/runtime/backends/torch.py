@@ -67,6 +67,10 @@ class TorchBackend:
     def from_numpy(self, a: np.ndarray, dt: DataType) -> torch.Tensor:
         return torch.as_tensor(np.array(a), device=self.device).to(self.dtype(dt))
 
+    def alloc_block(self, n: int, shape: tuple[int, ...], dt: DataType) -> torch.Tensor:
+        """An uninitialised (n, *shape) buffer that a block store fills slot by slot."""
+        return torch.empty((n, *shape), dtype=self.dtype(dt), device=self.device)
+
     def stack(self, xs: list[Any]) -> torch.Tensor:
         return torch.stack(xs)
 

@@ -14,7 +14,7 @@ from tempo.core.dl_backend import DLBackend
 from tempo.core.errors import BackendError, ShapeError, TempoError
 from tempo.core.sdg import SDG, TensorId
 from tempo.runtime.codegen import Generated, UndefinedPointError, generate
-from tempo.runtime.stores import MemoryAccountant, TrackedStore
+from tempo.runtime.stores import BlockStore, MemoryAccountant, TrackedStore
 from tempo.schedule import tree as st
 from tempo.schedule.scheduler import Schedule
 
@@ -59,10 +59,15 @@ class PythonExecutor(Executor):
         self.backend = be_cls(dev=cfg.dev, seed=cfg.seed)
         self.accountant = MemoryAccountant(cfg.device_memory_cap_bytes, self._describe)
         tracked = cfg.device_memory_cap_bytes is not None or cfg.executor_debug_mode
-        self.stores: dict[TensorId, dict] = {
-            tid: (TrackedStore(tid, self.accountant, self._nbytes_of(tid)) if tracked else {})
-            for tid in sdg.tensors
-        }
+        self.stores: dict[TensorId, Any] = {}
+        for tid in sdg.tensors:
+            block = self._block_store(tid, tracked)
+            if block is not None:
+                self.stores[tid] = block
+            elif tracked:
+                self.stores[tid] = TrackedStore(tid, self.accountant, self._nbytes_of(tid))
+            else:
+                self.stores[tid] = {}
         t0 = time.perf_counter()
         kernels = {op.op_id: self._kernel(op) for op in sdg.topological()}
         args = (sdg, schedule.tree, kernels, self.stores, bounds, self.backend.stack,
@@ -72,6 +77,30 @@ class PythonExecutor(Executor):
         self._steps: Any = None
         timings_ms["codegen"] = (time.perf_counter() - t0) * 1e3
         self._timings = timings_ms
+
+    def _block_store(self, tid: TensorId, tracked: bool) -> BlockStore | None:
+        """A block store where the storage pass chose one and the backend writes in place."""
+        dim = self.sdg.block_stores.get(tid)
+        alloc_block = getattr(self.backend, "alloc_block", None)
+        if dim is None or alloc_block is None:
+            return None
+        op = self.sdg.ops[tid.op_id]
+        var = op.domain.variables[dim]
+        size = int(op.domain.bound_of(var).evaluate(self._bound_values()))
+        info = self.sdg.tensors[tid]
+        shape, dt = tuple(info.shape.as_static()), info.dtype
+
+        def alloc(n: int) -> Any:
+            buf = alloc_block(n, shape, dt)
+            if tracked:
+                self.accountant.charge(tid, self.backend.nbytes(buf))
+            return buf
+
+        def release(buf: Any) -> None:
+            if tracked:
+                self.accountant.credit(self.backend.nbytes(buf))
+
+        return BlockStore(dim, size, alloc, release)
 
     def _describe(self, tid: TensorId) -> str:
         op = self.sdg.ops[tid.op_id]
