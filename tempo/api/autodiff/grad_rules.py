@@ -293,6 +293,59 @@ def matmul_rule(op: ops.MatMulOp, xs: Xs, ys: Xs, gs: Gs) -> Grads:
     return [da, db]
 
 
+def _conv(x: RT, w: RT, op: ops.ConvOp, stride: Sequence[int], padding: Sequence[int],
+          dilation: Sequence[int], transposed: bool, out_pad: Sequence[int] = ()) -> RT:
+    return record1(ops.ConvOp, [x, w], n_dims=op.n_dims, stride=tuple(stride),
+                   padding=tuple(padding), dilation=tuple(dilation), transposed=transposed,
+                   output_padding=tuple(out_pad), groups=op.groups)
+
+
+def _static(shape: Shape, op: ops.ConvOp) -> list[int]:
+    dims = list(shape)
+    if not all(isinstance(d, int) for d in dims):
+        raise TempoError(f"the gradient of {op!r} needs static shapes, got {shape}", site=op.site)
+    return dims
+
+
+def _conv_weight_grad(inp: RT, gout: RT, op: ops.ConvOp, k: Sequence[int]) -> RT:
+    """d(conv(inp, w))/dw given the output grad `gout` (N, O, *Lout): a correlation of `inp`
+    with `gout` in which batch and channels swap roles (the stride becomes the dilation and the
+    dilation the stride), one group per conv group; the result is cropped to the kernel `k`."""
+    n_sp, g = op.n_dims, op.groups
+    n, c, *sp = _static(inp.shape, op)
+    _, o, *sp_out = _static(gout.shape, op)
+    cg, og = c // g, o // g
+    spd = tuple(range(3, 3 + n_sp))
+    xi = inp.reshape((n, g, cg, *sp)).permute((2, 1, 0, *spd)).reshape((cg, g * n, *sp))
+    wi = gout.reshape((n, g, og, *sp_out)).permute((1, 2, 0, *spd)).reshape((o, n, *sp_out))
+    dw = _conv(xi, wi, op, op.dilation, op.padding, op.stride, False)  # (cg, o, *k')
+    dw = dw.permute((1, 0, *range(2, 2 + n_sp)))
+    for i, kk in enumerate(k):
+        if _static(dw.shape, op)[2 + i] != kk:
+            dw = dw.slice_dim(2 + i, 0, kk)
+    return dw
+
+
+def conv_rule(op: ops.ConvOp, xs: Xs, ys: Xs, gs: Gs) -> Grads:
+    """conv: the input's grad is the transposed conv of the output grad with the same weight
+    (output padding restoring the input size), the weight's a correlation (`_conv_weight_grad`).
+    A transposed conv is the adjoint of the conv: the roles of the two convs swap."""
+    g, (x, w) = gs[0], xs
+    if g is None:
+        return [None, None]
+    k = _static(w.shape, op)[2:]
+    if op.transposed:
+        dx = _conv(g, w, op, op.stride, op.padding, op.dilation, False)
+        dw = _conv_weight_grad(g, x, op, k)
+    else:
+        sp, sp_out = _static(x.shape, op)[2:], _static(g.shape, op)[2:]
+        out_pad = [n - ((m - 1) * s - 2 * p + d * (kk - 1) + 1) for n, m, s, p, d, kk in
+                   zip(sp, sp_out, op.stride, op.padding, op.dilation, k)]
+        dx = _conv(g, w, op, op.stride, op.padding, op.dilation, True, out_pad)
+        dw = _conv_weight_grad(x, g, op, k)
+    return [dx if dtypes.is_float(x.dtype) else None, dw if dtypes.is_float(w.dtype) else None]
+
+
 def _no_rule(op: Any, xs: Xs, ys: Xs, gs: Gs) -> Grads:
     if any(g is not None for g in gs):
         raise TempoError(f"no gradient rule for {op!r}", site=op.site)
@@ -324,7 +377,7 @@ GRAD_RULES: dict[str, Rule] = {
     "sort": _select_rule,
     "cumsum": cumsum_rule,
     "matmul": matmul_rule,
-    "conv": _no_rule,
+    "conv": conv_rule,
     "map_udf": _no_rule,
 }
 """Gradient rule of each differentiable primitive (merges are reversed in `backward`)."""
