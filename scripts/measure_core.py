@@ -12,6 +12,7 @@ import time
 
 import numpy as np
 
+import tempo.runtime.backends  # noqa: F401 - import backends before timing compiles
 from tempo.api import RecurrentTensor as RT
 from tempo.api import TempoContext
 from tempo.core.configs import ExecutionConfig

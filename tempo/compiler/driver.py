@@ -24,6 +24,8 @@ Pass = Callable[[SDG, ExecutionConfig], SDG]
 def pipeline(cfg: ExecutionConfig) -> list[tuple[str, Pass]]:
     """The passes the config switches on, in the order of ARCHITECTURE.md §5."""
     passes: list[tuple[str, Pass]] = [("commit_recurrences", commit_recurrences.run)]
+    if cfg.enable_algebraic_optimizer:
+        passes.append(("drop_trivial_merges", commit_recurrences.drop_trivial_merges))
     if cfg.enable_dead_code_elim:
         passes.append(("dead_code", dead_code.run))
     passes.append(("storage", storage.run))

@@ -16,16 +16,21 @@ def run(cfg: Any, num_dims: int, build: Callable[..., dict[str, RecurrentTensor]
     """Build with the context's (var, bound) pairs; return every named tensor, all points
     stacked in domain order (bounds keyed by the position of the dimension).
 
-    Runs the program twice, with point stores and with block stores (the storage pass),
-    and requires both to agree: each test checks both storage layouts."""
+    Runs the program three times — point stores with every pass off, block stores, and
+    with dead-code elimination, merge folding and garbage collection on — and requires all
+    to agree bit for bit: each test checks every pipeline variant."""
     res = _run(cfg, num_dims, build, bounds)
     if not both_stores:  # the build has side effects (sinks into lists): run once
         return res
     block_cfg = dataclasses.replace(cfg, enable_hybrid_tensorstore=True, enable_inplace_write=True)
     blocked = _run(block_cfg, num_dims, build,
                    bounds)
+    optimised = _run(dataclasses.replace(
+        block_cfg, enable_dead_code_elim=True, enable_algebraic_optimizer=True, enable_gc=True,
+        executor_debug_mode=False), num_dims, build, bounds)
     for name in res:
         torch.testing.assert_close(blocked[name], res[name], rtol=0, atol=0)
+        torch.testing.assert_close(optimised[name], res[name], rtol=0, atol=0)
     return res
 
 
@@ -35,6 +40,7 @@ def _run(cfg: Any, num_dims: int, build: Callable[..., dict[str, RecurrentTensor
     pairs = ctx.variables_and_bounds
     with ctx:
         outs = build(*pairs)
+    ctx.sdg.keep.update(rt.tensor_id for rt in outs.values())  # read back after the run
     exe = ctx.compile({pairs[k][1]: v for k, v in bounds.items()})
     exe.execute()
     res = {}
