@@ -10,7 +10,7 @@ import os
 import time
 from collections.abc import Callable, Mapping
 
-from tempo.compiler.passes import commit_recurrences, dead_code, storage
+from tempo.compiler.passes import commit_recurrences, dead_code, dedup, storage
 from tempo.core.configs import ExecutionConfig
 from tempo.core.errors import BoundError
 from tempo.core.index_expr import Symbol
@@ -26,6 +26,8 @@ def pipeline(cfg: ExecutionConfig) -> list[tuple[str, Pass]]:
     passes: list[tuple[str, Pass]] = [("commit_recurrences", commit_recurrences.run)]
     if cfg.enable_algebraic_optimizer:
         passes.append(("drop_trivial_merges", commit_recurrences.drop_trivial_merges))
+    if cfg.enable_duplicate_code_elim:
+        passes.append(("dedup", dedup.run))
     if cfg.enable_dead_code_elim:
         passes.append(("dead_code", dead_code.run))
     passes.append(("storage", storage.run))

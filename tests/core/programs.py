@@ -27,6 +27,7 @@ def run(cfg: Any, num_dims: int, build: Callable[..., dict[str, RecurrentTensor]
                    bounds)
     optimised = _run(dataclasses.replace(
         block_cfg, enable_dead_code_elim=True, enable_algebraic_optimizer=True, enable_gc=True,
+        enable_duplicate_code_elim=True,
         executor_debug_mode=False), num_dims, build, bounds)
     for name in res:
         torch.testing.assert_close(blocked[name], res[name], rtol=0, atol=0)

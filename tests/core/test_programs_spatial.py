@@ -216,3 +216,24 @@ def test_memory_cap_raises_naming_the_tensor(cfg) -> None:
     exe2 = ok.compile({T2: 3})
     exe2.execute()
     assert exe2.memory_stats()["peak_bytes"] >= 1200
+
+
+def test_dedup_removes_a_duplicated_forward_pass(cfg) -> None:
+    """The same computation recorded twice (acting, then learning) runs once."""
+    w = np.random.default_rng(8).standard_normal((3, 3)).astype(np.float32)
+    opt = dataclasses.replace(cfg, enable_duplicate_code_elim=True)
+    outs = []
+    ctx = TempoContext(opt, num_dims=1)
+    (t, T), = ctx.variables_and_bounds
+    with ctx:
+        W = RT.const(w)
+        x = RT.from_symbol(t).cast(dtypes.float32).expand((3,))
+        act = (W @ x).tanh()
+        learn = (W @ x).tanh()
+        (act + learn).sink_udf(lambda v: outs.append(v.clone()))
+    exe = ctx.compile({T: 3})
+    exe.execute()
+    names = [type(op).__name__ for op in exe.sdg.ops.values()]
+    assert names.count("MatMulOp") == 1 and names.count("UnaryOp") == 1
+    want = [2 * torch.tanh(torch.from_numpy(w) @ torch.full((3,), float(k))) for k in range(3)]
+    close(torch.stack(outs), torch.stack(want))
