@@ -49,7 +49,7 @@ def backward(x: RT, grad: Any = None) -> None:
         seed = _seed(root, grad)
         bw = _Backward(ctx, root.tensor_id)
         bw.run(seed)
-    tape.clear_ctx(bw.need | {x.tensor_id, root.tensor_id})
+        tape.release({t: g for t, g in bw.adj.items() if not tape.is_leaf(t)})
     x._ctx = None
 
 
@@ -244,8 +244,8 @@ def _zeros_like(x: RT) -> RT:
     return zeros(tuple(x.shape), x.dtype)
 
 
-def _accumulate(old: RT, new: RT) -> RT:
-    return old + new
+def _accumulate(old: RTBase, new: RT) -> RT:
+    return new + old
 
 
 def _pad_slices(g: RT, expr: ie.IndexSequence, src_dom: Domain) -> RT:

@@ -181,7 +181,9 @@ def _piece(m: isl.Map, full: isl.Set, symbols: dict[str, ie.Symbol], src: Domain
 
 def _split_top(cons: str) -> list[str]:
     """Split an isl conjunction `a and b and ...` at top level (outside parentheses)."""
-    out, depth, cur = [], 0, []
+    out: list[str] = []
+    cur: list[str] = []
+    depth = 0
     for tok in re.split(r"(\(|\)| and )", cons):
         if tok == "(":
             depth += 1

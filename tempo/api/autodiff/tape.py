@@ -53,13 +53,15 @@ class Tape:
         x._ctx = BackwardCtx(op_id)
         self.produced.setdefault(x.tensor_id, []).append(weakref.ref(x))
 
-    def clear_ctx(self, tids: Any) -> None:
-        """API §3.7: after propagation the `_ctx` of the intermediate tensors is cleared."""
-        for tid in tids:
+    def release(self, adjoints: dict[TensorId, Any]) -> None:
+        """API §3.7: after propagation the `_ctx` of the intermediate tensors is cleared and
+        their `.grad` is set (accumulated over backward calls) to their adjoint."""
+        for tid, adj in adjoints.items():
             for ref in self.produced.get(tid, []):
                 w = ref()
                 if w is not None:
                     w._ctx = None
+                    w._grad = adj if w._grad is None else w._grad + adj
 
     def is_leaf(self, tid: TensorId) -> bool:
         return tid in self.leaves
