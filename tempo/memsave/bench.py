@@ -31,8 +31,10 @@ VARIANTS: list[tuple[str, tuple[str, ...], str]] = [
     ("all-bit", ALL, "bit"),
 ]
 
-FULL = dict(hidden=768, heads=12, seq=128, layers=2, batch=8, cap_mib=512.0, repeats=3)
-QUICK = dict(hidden=64, heads=4, seq=32, layers=2, batch=4, cap_mib=48.0, repeats=2)
+FULL = dict(
+    hidden=768, heads=12, seq=128, layers=2, batch=8, cap_mib=512.0, repeats=3, max_batch=128
+)
+QUICK = dict(hidden=64, heads=4, seq=32, layers=2, batch=4, cap_mib=32.0, repeats=2, max_batch=8)
 
 
 def max_grad_diff(cfg: dict[str, Any], techniques: tuple[str, ...], mask_format: str) -> float:
@@ -108,6 +110,9 @@ def run_e8(results_dir: str, quick: bool = False) -> dict:
         )
         row["closed_form_bytes_per_layer"] = layer_bytes(shape, techniques, fmt)
         row["max_grad_diff"] = max_grad_diff(cfg, techniques, fmt)
+        if quick and name not in ("baseline", "all-bit"):
+            rows.append(row)  # --quick: subprocess measurements only for the two extremes
+            continue
         probe = run_probe(
             mode="all",
             hidden=cfg["hidden"],
@@ -117,6 +122,7 @@ def run_e8(results_dir: str, quick: bool = False) -> dict:
             batch=cfg["batch"],
             cap_mib=cfg["cap_mib"],
             repeats=cfg["repeats"],
+            max_batch=cfg["max_batch"],
             techniques=",".join(techniques),
             mask_format=fmt,
             bool_masks=True,
