@@ -145,3 +145,38 @@ def test_largest_batch_search() -> None:
     assert len(calls) < 15
     assert largest_batch(lambda b: b <= 5, limit=4) == 4
     assert largest_batch(lambda b: False) == 0
+
+
+def test_converted_bert_saves_no_layer_input() -> None:
+    """Through the saved-tensor hooks: no GELU/LN input storage is kept by the converted model."""
+    from tempo.memsave.memory import record_saved
+
+    model = bert(dropout=0.1).bert
+    convert(model)
+    seen: list[torch.Tensor] = []
+    hooks = [
+        m.register_forward_hook(lambda mod, inp, out: seen.append(inp[0]))
+        for m in model.modules()
+        if isinstance(m, InplaceGELU | InplaceLayerNorm)
+    ]
+    ids, mask = batch()
+    with record_saved(list(model.parameters())) as rec:
+        out = model(input_ids=ids, attention_mask=mask).last_hidden_state
+    for h in hooks:
+        h.remove()
+    assert len(seen) == 2 + 5
+    assert not any(rec.contains(t) for t in seen)
+    out.sum().backward()  # the graph is still usable
+
+
+@pytest.mark.slow
+def test_e8_quick_writes_results(tmp_path) -> None:
+    import os
+
+    from tempo.memsave.bench import run_e8
+
+    summary = run_e8(str(tmp_path), quick=True)
+    assert os.path.exists(tmp_path / "e8_memsave.csv")
+    assert os.path.exists(tmp_path / "e8_memsave.json")
+    assert all(os.path.exists(p) for p in summary["plots"])
+    assert summary["held_bytes_equal_closed_form"]
