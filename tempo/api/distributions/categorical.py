@@ -1,0 +1,71 @@
+"""`Categorical` over the last dim, from probabilities or logits (torch semantics)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from tempo.api.distributions.distribution import Distribution, rt, sampling_domain
+from tempo.core.domain import DomainLike
+from tempo.core.dtype import dtypes
+from tempo.core.errors import TempoError, user_site
+
+if TYPE_CHECKING:
+    from tempo.api.recurrent_tensor import RecurrentTensor
+
+
+class Categorical(Distribution):
+    """Exactly one of `probs` (renormalised) or `logits` (log-softmax normalised)."""
+
+    def __init__(self, probs: Any = None, logits: Any = None, domain: DomainLike = None) -> None:
+        super().__init__()
+        if (probs is None) == (logits is None):
+            raise TempoError("Categorical takes exactly one of probs or logits", site=user_site())
+        if probs is not None:
+            p = rt().lift(probs)
+            self.probs = p / p.sum(-1, keepdim=True)
+            self.logits = self.probs.ln()
+        else:
+            lg = rt().lift(logits)
+            self.logits = lg - lg.logsumexp(-1, keepdim=True)
+            self.probs = self.logits.exp()
+        self.domain = sampling_domain(domain, self.probs)
+
+    def sample(self, shape: Sequence[int] | None = None) -> RecurrentTensor:
+        """Class indices, fresh per point of the domain; `shape` leads like torch's."""
+        n = math.prod(shape) if shape else 1
+        s = self.probs.detach().multinomial(n, replacement=True, domain=self.domain)
+        if not shape:
+            return s.squeeze(s.ndim - 1)
+        if s.ndim == 1:
+            return s.reshape(tuple(shape))
+        return s.permute((s.ndim - 1, *range(s.ndim - 1))).reshape((*shape, *tuple(s.shape)[:-1]))
+
+    def log_prob(self, x: Any) -> RecurrentTensor:
+        k = rt().lift(x)
+        if not dtypes.is_integer(k.dtype):
+            k = k.cast(dtypes.default_int)
+        if self.logits.ndim == 1:
+            return self.logits.index(0, k)
+        return self.logits.gather(-1, k.unsqueeze(-1)).squeeze(-1)
+
+    def entropy(self) -> RecurrentTensor:
+        low = float(dtypes.min(self.logits.dtype)) if dtypes.is_float(self.logits.dtype) else -3.4e38
+        return -(self.probs * self.logits.maximum(low)).sum(-1)
+
+    @property
+    def mode(self) -> RecurrentTensor:
+        return self.probs.argmax(-1)
+
+    @property
+    def mean(self) -> RecurrentTensor:
+        raise NotImplementedError("Categorical has no mean")
+
+    @property
+    def variance(self) -> RecurrentTensor:
+        raise NotImplementedError("Categorical has no variance")
+
+    @property
+    def stddev(self) -> RecurrentTensor:
+        raise NotImplementedError("Categorical has no stddev")
