@@ -138,7 +138,7 @@ def convert(
     """Convert ``model`` in place and return a report of the modules changed.
 
     With ``auto=True``, ``fits(candidate_model, batch)`` must run one training step and return
-    whether it fit the memory budget (e.g. :func:`tempo.memsave.memory.step_fits_under_cap`).
+    whether it fit the memory budget (e.g. :func:`tempo.memsave.memory.fits_under_cap`).
     Each candidate set (none, each technique alone, all of ``techniques``) is tried on a deep
     copy; the smallest set reaching the largest batch is applied to ``model``.
     """

@@ -171,3 +171,14 @@ def subprocess_env() -> dict[str, str]:
         OMP_NUM_THREADS=env.get("OMP_NUM_THREADS", "2"),
     )
     return env
+
+
+def fits_under_cap(
+    step: Callable[[nn.Module, int], None], extra_bytes: int
+) -> Callable[[nn.Module, int], bool]:
+    """``fits(model, batch)`` for ``convert(auto=True)``: ``step(model, batch)`` under a cap."""
+
+    def fits(model: nn.Module, batch: int) -> bool:
+        return step_fits_under_cap(lambda: step(model, batch), extra_bytes)
+
+    return fits

@@ -43,13 +43,17 @@ def bytes_table(seqs: tuple[int, ...] = (128, 512)) -> list[dict[str, Any]]:
     return rows
 
 
-def batch_table(configs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def batch_table(
+    configs: list[dict[str, Any]],
+    variants: list[tuple[str, tuple[str, ...], str]] | None = None,
+) -> list[dict[str, Any]]:
     """Per config and variant: max batch under the cap, peak RSS and step time (subprocesses)."""
     from tempo.memsave.probe import run_probe
 
+    variants = variants or [BYTE_VARIANTS[0], BYTE_VARIANTS[5]]
     rows = []
     for cfg in configs:
-        for name, techniques, fmt in [BYTE_VARIANTS[0], *BYTE_VARIANTS[1:4], BYTE_VARIANTS[5]]:
+        for name, techniques, fmt in variants:
             t0 = time.time()
             res = run_probe(mode="all", techniques=",".join(techniques), mask_format=fmt,
                             bool_masks=True, **cfg)
@@ -109,8 +113,8 @@ def main(argv: list[str] | None = None) -> None:
         print(bytes_markdown(rows))
     if args.part in ("batch", "all"):
         configs = [
-            dict(hidden=768, heads=12, layers=4, seq=128, batch=8, cap_mib=512, repeats=3),
-            dict(hidden=1024, heads=16, layers=4, seq=512, batch=2, cap_mib=1400, repeats=3),
+            dict(hidden=768, heads=12, layers=2, seq=128, batch=4, cap_mib=256, repeats=3),
+            dict(hidden=1024, heads=16, layers=2, seq=512, batch=1, cap_mib=700, repeats=3),
         ]
         rows = batch_table(configs)
         with open(os.path.join(args.out, "max_batch.json"), "w") as f:

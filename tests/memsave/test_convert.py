@@ -180,3 +180,18 @@ def test_e8_quick_writes_results(tmp_path) -> None:
     assert os.path.exists(tmp_path / "e8_memsave.json")
     assert all(os.path.exists(p) for p in summary["plots"])
     assert summary["held_bytes_equal_closed_form"]
+
+
+@pytest.mark.slow
+def test_auto_with_real_address_space_cap() -> None:
+    from tempo.memsave.memory import fits_under_cap
+
+    model = bert(dropout=0.1, layers=2).bert
+    model(torch.randint(0, 97, (1, 128))).last_hidden_state.sum().backward()  # warm-up
+
+    def step(m: nn.Module, b: int) -> None:
+        m(torch.randint(0, 97, (b, 128))).last_hidden_state.pow(2).mean().backward()
+
+    report = convert(model, auto=True, fits=fits_under_cap(step, 96 * 2**20), max_batch=256)
+    assert report.auto["baseline"] >= 1
+    assert report.auto["gelu+layernorm+attention"] >= report.auto["baseline"]
