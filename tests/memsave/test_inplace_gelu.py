@@ -82,13 +82,16 @@ def test_inverse_roundtrip_fp64() -> None:
 
 @pytest.mark.parametrize("approximate", FORMS)
 def test_special_values(approximate: str) -> None:
-    x = torch.tensor([0.0, -50.0, float("inf"), float("nan"), CONSTANTS[approximate].x_min, 30.0])
+    x = torch.tensor(
+        [0.0, -50.0, float("inf"), float("nan"), CONSTANTS[approximate].x_min, 30.0, -float("inf")]
+    )
     g = torch.ones_like(x)
     _, gx = ours(x, g, approximate)
     ref = stock_grad(x, g, approximate)
     assert gx[0].item() == 0.5 and gx[1].item() == 0.0  # y == 0 on both branches
     assert torch.isnan(gx[3]) and torch.isnan(ref[3])
     assert torch.isnan(gx[2]) == torch.isnan(ref[2])  # stock gives NaN at +inf; so do we
+    assert torch.isnan(gx[6]) and torch.isnan(ref[6])  # gelu(-inf) is NaN in both
     torch.testing.assert_close(gx[[0, 1, 4, 5]], ref[[0, 1, 4, 5]], atol=2e-4, rtol=0)
 
 
