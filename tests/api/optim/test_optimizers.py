@@ -1,0 +1,109 @@
+"""Optimizers track torch.optim step by step: update rules on a supplied gradient for 50
+iterations, and linear-regression training through `backward()`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+
+from tempo.api import RecurrentTensor as RT
+from tempo.api import TempoContext
+from tempo.api.nn import Linear
+from tempo.api.nn.init import const_init
+from tempo.api.optim.optim import LAMB, SGD, Adam, AdamW
+from tempo.core.configs import ExecutionConfig
+
+N = 50
+W0 = torch.randn(4, 3, generator=torch.Generator().manual_seed(0))
+TGT = torch.randn(4, 3, generator=torch.Generator().manual_seed(1))
+
+
+def _lamb_ref(p: torch.Tensor, lr: float, b1: float, b2: float, eps: float, wd: float) -> list:
+    """A plain LAMB in torch (no torch.optim version exists)."""
+    p, m, v, out = p.clone(), torch.zeros_like(p), torch.zeros_like(p), []
+    for k in range(1, N + 1):
+        out.append(p.clone())
+        g = 2 * (p - TGT)
+        m, v = b1 * m + (1 - b1) * g, b2 * v + (1 - b2) * g * g
+        r = (m / (1 - b1**k)) / ((v.sqrt() / (1 - b2**k) ** 0.5) + eps) + wd * p
+        trust = p.norm() / r.norm()
+        p = p - lr * trust * r
+    return out
+
+
+CASES: dict[str, tuple[Callable[[list], Any], Callable[[list], Any] | None]] = {
+    "sgd": (lambda ps: SGD(ps, lr=0.05), lambda ps: torch.optim.SGD(ps, lr=0.05)),
+    "sgd_momentum_wd": (lambda ps: SGD(ps, lr=0.02, momentum=0.9, weight_decay=0.1),
+                        lambda ps: torch.optim.SGD(ps, lr=0.02, momentum=0.9, weight_decay=0.1)),
+    "sgd_nesterov": (lambda ps: SGD(ps, lr=0.02, momentum=0.8, nesterov=True),
+                     lambda ps: torch.optim.SGD(ps, lr=0.02, momentum=0.8, nesterov=True)),
+    "adam": (lambda ps: Adam(ps, lr=0.05), lambda ps: torch.optim.Adam(ps, lr=0.05)),
+    "adamw": (lambda ps: AdamW(ps, lr=0.05, wd=0.1),
+              lambda ps: torch.optim.AdamW(ps, lr=0.05, weight_decay=0.1)),
+    "adam_clipped": (lambda ps: Adam(ps, lr=0.05, max_norm=0.5),
+                     lambda ps: torch.optim.Adam(ps, lr=0.05)),
+    "lamb": (lambda ps: LAMB(ps, lr=0.05, wd=0.01), None),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_update_rules_track_torch_for_50_steps(name: str) -> None:
+    make, make_torch = CASES[name]
+    ctx = TempoContext(ExecutionConfig.test_cfg(), num_dims=1)
+    (i, I), = ctx.variables_and_bounds
+    with ctx:
+        p = Linear(3, 4, bias=False, domain=(i,), w_init_fun=const_init(W0)).w
+        p.grad = (p - RT.const(TGT.numpy())) * 2.0  # d/dp sum((p - tgt)^2)
+        make([p]).step()
+    exe = ctx.compile({I: N})
+    exe.execute()
+    got = exe.get_spatial_tensor_torch(p.tensor_id, (slice(0, N),))
+    if make_torch is None:
+        ref = _lamb_ref(W0, 0.05, 0.9, 0.999, 1e-6, 0.01)
+    else:
+        tp = W0.clone().requires_grad_(True)
+        opt, ref = make_torch([tp]), []
+        for _ in range(N):
+            ref.append(tp.detach().clone())
+            opt.zero_grad()
+            ((tp - TGT) ** 2).sum().backward()
+            if name == "adam_clipped":
+                torch.nn.utils.clip_grad_norm_([tp], 0.5)
+            opt.step()
+    err = (got - torch.stack(ref)).abs().max().item()
+    assert err < 1e-4, err
+    assert (got[-1] - got[0]).abs().max() > 0.1  # it did move
+
+
+@pytest.mark.parametrize("name", ["sgd", "adam"])
+def test_linear_regression_training_through_backward(name: str) -> None:
+    g = torch.Generator().manual_seed(2)
+    X, Y = torch.randn(16, 3, generator=g), torch.randn(16, 2, generator=g)
+    tl = torch.nn.Linear(3, 2)
+    ctx = TempoContext(ExecutionConfig.test_cfg(), num_dims=1)
+    (i, I), = ctx.variables_and_bounds
+    with ctx:
+        net = Linear(3, 2, domain=(i,), w_init_fun=const_init(tl.weight),
+                     b_init_fun=const_init(tl.bias))
+        loss = ((net(RT.const(X.numpy())) - RT.const(Y.numpy())) ** 2).mean()
+        loss.backward()
+        (SGD(net.parameters, net.buffers, lr=0.1) if name == "sgd"
+         else Adam(net.parameters, net.buffers, lr=0.05)).step()
+    exe = ctx.compile({I: N})
+    exe.execute()
+    got = exe.get_spatial_tensor_torch(loss.tensor_id, (slice(0, N),))
+    opt = torch.optim.SGD(tl.parameters(), lr=0.1) if name == "sgd" else \
+        torch.optim.Adam(tl.parameters(), lr=0.05)
+    ref = []
+    for _ in range(N):
+        opt.zero_grad()
+        lt = ((tl(X) - Y) ** 2).mean()
+        ref.append(lt.item())
+        lt.backward()
+        opt.step()
+    np.testing.assert_allclose(got.numpy(), np.array(ref), rtol=1e-4, atol=1e-5)
+    assert ref[-1] < ref[0] * 0.9
