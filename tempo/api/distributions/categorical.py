@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+
+import numpy as np
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -44,14 +46,14 @@ class Categorical(Distribution):
 
     def log_prob(self, x: Any) -> RecurrentTensor:
         k = rt().lift(x)
-        if not dtypes.is_integer(k.dtype):
+        if k.dtype not in (dtypes.int32, dtypes.int64):  # torch kernels index with these only
             k = k.cast(dtypes.default_int)
         if self.logits.ndim == 1:
             return self.logits.index(0, k)
         return self.logits.gather(-1, k.unsqueeze(-1)).squeeze(-1)
 
     def entropy(self) -> RecurrentTensor:
-        low = float(dtypes.min(self.logits.dtype)) if dtypes.is_float(self.logits.dtype) else -3.4e38
+        low = float(np.finfo(dtypes.to_np(self.logits.dtype)).min)  # as torch: 0·log 0 = 0
         return -(self.probs * self.logits.maximum(low)).sum(-1)
 
     @property
