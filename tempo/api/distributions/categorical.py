@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import math
-
-import numpy as np
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from tempo.api.distributions.distribution import Distribution, rt, sampling_domain
 from tempo.core.domain import DomainLike

@@ -27,8 +27,11 @@ class Normal(Distribution):
     def rsample(self, shape: Sequence[int] | None = None) -> RecurrentTensor:
         """mu + sigma·eps with eps ~ N(0, 1) fresh per point; differentiable in mu, sigma."""
         mu, sigma = self.mu, self.sigma
-        batch = tuple(mu.shape) if tuple(mu.shape) == tuple(sigma.shape) else \
-            tuple(max(a, b) for a, b in zip(mu.shape, sigma.shape))
+        batch = (
+            tuple(mu.shape)
+            if tuple(mu.shape) == tuple(sigma.shape)
+            else tuple(max(a, b) for a, b in zip(mu.shape, sigma.shape))
+        )
         eps = rt().normal(shape=(*tuple(shape or ()), *batch), domain=self.domain)
         return mu + sigma * eps
 
@@ -38,7 +41,9 @@ class Normal(Distribution):
     def log_prob(self, x: Any) -> RecurrentTensor:
         x = rt().lift(x).detach()
         var = self.sigma * self.sigma
-        return -((x - self.mu) ** 2) / (var * 2.0) - self.sigma.ln() - math.log(math.sqrt(2 * math.pi))
+        return (
+            -((x - self.mu) ** 2) / (var * 2.0) - self.sigma.ln() - math.log(math.sqrt(2 * math.pi))
+        )
 
     def entropy(self) -> RecurrentTensor:
         return self.sigma.ln() + (0.5 + 0.5 * math.log(2 * math.pi))

@@ -126,6 +126,14 @@ class Softplus(ActivationFunction):
 
 
 _BY_NAME: dict[str, type[ActivationFunction]] = {
-    "relu": Relu, "sigmoid": Sigmoid, "tanh": Tanh, "swish": Swish, "silu": Swish,
-    "softmax": Softmax, "elu": Elu, "leakyrelu": LeakyRelu, "mish": Mish, "softplus": Softplus,
+    "relu": Relu,
+    "sigmoid": Sigmoid,
+    "tanh": Tanh,
+    "swish": Swish,
+    "silu": Swish,
+    "softmax": Softmax,
+    "elu": Elu,
+    "leakyrelu": LeakyRelu,
+    "mish": Mish,
+    "softplus": Softplus,
 }

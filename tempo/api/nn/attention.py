@@ -35,19 +35,31 @@ class MultiHeadAttention(Module):
     """q·k/sqrt(head_dim) softmax attention with q/k/v/output projections; GQA shares each
     KV head among num_heads/num_kv_heads query heads; optional RoPE on q and k."""
 
-    def __init__(self, embed_dim: int, num_heads: int, seq_len: ie.Symbol, dropout: float = 0.0,
-                 bias: bool = False, apply_rope: bool = False, dtype: DataTypeLike = None,
-                 domain: DomainLike = None, independent_domain: DomainLike = None,
-                 w_init_funs: InitFn | Sequence[InitFn] | None = None,
-                 b_init_funs: InitFn | Sequence[InitFn] | None = None, rope_theta: float = 10000.0,
-                 rope_scaling_params: RopeScalingParams | None = None,
-                 num_kv_heads: int | None = None) -> None:
+    def __init__(
+        self,
+        embed_dim: int,
+        num_heads: int,
+        seq_len: ie.Symbol,
+        dropout: float = 0.0,
+        bias: bool = False,
+        apply_rope: bool = False,
+        dtype: DataTypeLike = None,
+        domain: DomainLike = None,
+        independent_domain: DomainLike = None,
+        w_init_funs: InitFn | Sequence[InitFn] | None = None,
+        b_init_funs: InitFn | Sequence[InitFn] | None = None,
+        rope_theta: float = 10000.0,
+        rope_scaling_params: RopeScalingParams | None = None,
+        num_kv_heads: int | None = None,
+    ) -> None:
         super().__init__(domain, independent_domain)
         kv = num_kv_heads or num_heads
         if embed_dim % num_heads or num_heads % kv:
-            raise ShapeError(f"embed_dim {embed_dim}, num_heads {num_heads}, num_kv_heads {kv}: "
-                             "heads must divide embed_dim and kv heads must divide heads",
-                             site=user_site())
+            raise ShapeError(
+                f"embed_dim {embed_dim}, num_heads {num_heads}, num_kv_heads {kv}: "
+                "heads must divide embed_dim and kv heads must divide heads",
+                site=user_site(),
+            )
         if dropout:
             raise TempoError("attention dropout is not supported yet", site=user_site())
         self.embed_dim, self.num_heads, self.num_kv_heads = embed_dim, num_heads, kv
@@ -60,16 +72,22 @@ class MultiHeadAttention(Module):
         self.k_proj = Linear(embed_dim, kv_dim, bias, *args, ws[1], bs[1])
         self.v_proj = Linear(embed_dim, kv_dim, bias, *args, ws[2], bs[2])
         self.output_proj = Linear(embed_dim, embed_dim, bias, *args, ws[3], bs[3])
-        self.rope = RotaryPositionalEmbeddings(self.head_dim, seq_len, rope_theta,
-                                               rope_scaling_params=rope_scaling_params) \
-            if apply_rope else None
+        self.rope = (
+            RotaryPositionalEmbeddings(
+                self.head_dim, seq_len, rope_theta, rope_scaling_params=rope_scaling_params
+            )
+            if apply_rope
+            else None
+        )
 
     def _visible(self, x: RecurrentTensor, pattern: Any) -> RecurrentTensor:
         t = self.seq_len
         dom = x.unindexed_domain
         if not dom.has_dim(t):
-            raise ShapeError(f"attention input {x.tensor_id!r} has domain {dom} without the "
-                             f"sequence dim {t}", site=user_site())
+            raise ShapeError(
+                f"attention input {x.tensor_id!r} has domain {dom} without the sequence dim {t}",
+                site=user_site(),
+            )
         key = tuple(pattern if v.name == t.name else v for v in dom.variables)
         return x[key]
 

@@ -28,36 +28,62 @@ class _ConvNd(Module):
     n_dims = 1
     transposed = False
 
-    def __init__(self, in_channels: int, out_channels: int, kernel_size: IntOrTuple,
-                 stride: IntOrTuple = 1, padding: IntOrTuple = 0, dilation: IntOrTuple = 1,
-                 groups: int = 1, bias: bool = True, dtype: DataTypeLike = None,
-                 domain: DomainLike = None, independent_domain: DomainLike = None,
-                 w_init_fun: InitFn | None = None, b_init_fun: InitFn | None = None,
-                 output_padding: IntOrTuple = 0) -> None:
+    def __init__(
+        self,
+        in_channels: int,
+        out_channels: int,
+        kernel_size: IntOrTuple,
+        stride: IntOrTuple = 1,
+        padding: IntOrTuple = 0,
+        dilation: IntOrTuple = 1,
+        groups: int = 1,
+        bias: bool = True,
+        dtype: DataTypeLike = None,
+        domain: DomainLike = None,
+        independent_domain: DomainLike = None,
+        w_init_fun: InitFn | None = None,
+        b_init_fun: InitFn | None = None,
+        output_padding: IntOrTuple = 0,
+    ) -> None:
         super().__init__(domain, independent_domain)
         n = self.n_dims
         dt = dtypes.from_(dtype) if dtype is not None else dtypes.default_float
         self.kernel_size, self.stride = _tup(kernel_size, n), _tup(stride, n)
         self.padding, self.dilation = _tup(padding, n), _tup(dilation, n)
         self.output_padding, self.groups = _tup(output_padding, n), groups
-        w_shape = ((in_channels, out_channels // groups) if self.transposed
-                   else (out_channels, in_channels // groups)) + self.kernel_size
-        self.w = self.param_from_init((w_init_fun or initf.kaiming_normal)(
-            shape=w_shape, dtype=dt, domain=None))
+        w_shape = (
+            (in_channels, out_channels // groups)
+            if self.transposed
+            else (out_channels, in_channels // groups)
+        ) + self.kernel_size
+        self.w = self.param_from_init(
+            (w_init_fun or initf.kaiming_normal)(shape=w_shape, dtype=dt, domain=None)
+        )
         self.b: RecurrentTensor | None = None
         if bias:
             fan_in = w_shape[1] * int(np.prod(self.kernel_size))
             bound = 1.0 / math.sqrt(fan_in)
             b_shape = (out_channels,) + (1,) * n
             self.b = self.bias_from_init(
-                b_init_fun(shape=b_shape, dtype=dt, domain=None) if b_init_fun is not None
-                else initf.uniform(b_shape, -bound, bound, dt))
+                b_init_fun(shape=b_shape, dtype=dt, domain=None)
+                if b_init_fun is not None
+                else initf.uniform(b_shape, -bound, bound, dt)
+            )
 
     def forward(self, x: Any) -> RecurrentTensor:
         from tempo.api.recurrent_tensor import RecurrentTensor as RT
 
-        y = RT.conv_general(x, self.w, self.n_dims, self.stride, self.padding, self.dilation,
-                            self.transposed, self.output_padding, self.groups)
+        y = RT.conv_general(
+            x,
+            self.w,
+            self.n_dims,
+            self.stride,
+            self.padding,
+            self.dilation,
+            self.transposed,
+            self.output_padding,
+            self.groups,
+        )
         return y + self.b if self.b is not None else y
 
 
@@ -72,8 +98,14 @@ class Conv2d(_ConvNd):
 
     n_dims = 2
 
-    def __init__(self, in_channels: int, out_channels: int, kernel_size: IntOrTuple = 3,
-                 *args: Any, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        in_channels: int,
+        out_channels: int,
+        kernel_size: IntOrTuple = 3,
+        *args: Any,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(in_channels, out_channels, kernel_size, *args, **kwargs)
 
 
@@ -82,8 +114,14 @@ class Conv3d(_ConvNd):
 
     n_dims = 3
 
-    def __init__(self, in_channels: int, out_channels: int, kernel_size: IntOrTuple = 3,
-                 *args: Any, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        in_channels: int,
+        out_channels: int,
+        kernel_size: IntOrTuple = 3,
+        *args: Any,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(in_channels, out_channels, kernel_size, *args, **kwargs)
 
 

@@ -18,16 +18,24 @@ if TYPE_CHECKING:
 class Linear(Module):
     """`x @ w.T + b` with torch.nn.Linear's layout (w: (out, in)) so weights copy over."""
 
-    def __init__(self, in_features: int, out_features: int, bias: bool = True,
-                 dtype: DataTypeLike = None, domain: DomainLike = None,
-                 independent_domain: DomainLike = None, w_init_fun: InitFn | None = None,
-                 b_init_fun: InitFn | None = None) -> None:
+    def __init__(
+        self,
+        in_features: int,
+        out_features: int,
+        bias: bool = True,
+        dtype: DataTypeLike = None,
+        domain: DomainLike = None,
+        independent_domain: DomainLike = None,
+        w_init_fun: InitFn | None = None,
+        b_init_fun: InitFn | None = None,
+    ) -> None:
         super().__init__(domain, independent_domain)
         dt = dtypes.from_(dtype) if dtype is not None else dtypes.default_float
         self.in_features, self.out_features = in_features, out_features
         w_init = w_init_fun or initf.linear_init_uniform
-        self.w = self.param_from_init(w_init(shape=(out_features, in_features), dtype=dt,
-                                             domain=None))
+        self.w = self.param_from_init(
+            w_init(shape=(out_features, in_features), dtype=dt, domain=None)
+        )
         self.b: RecurrentTensor | None = None
         if bias:
             b_init = b_init_fun or initf.zeros
@@ -48,14 +56,21 @@ class Linear(Module):
 class Embedding(Module):
     """A (vocab, dim) table read with integer indices (`index(0, x)`)."""
 
-    def __init__(self, vocab_size: int, encoded_dim_size: int, dtype: DataTypeLike = None,
-                 domain: DomainLike = None, independent_domain: DomainLike = None,
-                 w_init_fun: InitFn | None = None) -> None:
+    def __init__(
+        self,
+        vocab_size: int,
+        encoded_dim_size: int,
+        dtype: DataTypeLike = None,
+        domain: DomainLike = None,
+        independent_domain: DomainLike = None,
+        w_init_fun: InitFn | None = None,
+    ) -> None:
         super().__init__(domain, independent_domain)
         dt = dtypes.from_(dtype) if dtype is not None else dtypes.default_float
         w_init = w_init_fun or initf.normal
         self.embed_table = self.param_from_init(
-            w_init(shape=(vocab_size, encoded_dim_size), dtype=dt, domain=None))
+            w_init(shape=(vocab_size, encoded_dim_size), dtype=dt, domain=None)
+        )
 
     def forward(self, x: Any) -> RecurrentTensor:
         from tempo.api.recurrent_tensor import RecurrentTensor

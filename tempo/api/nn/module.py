@@ -48,8 +48,11 @@ class Module:
         self.domain = Domain.from_(domain, none_is_empty=True)
         self.independent_domain = Domain.from_(independent_domain, none_is_empty=True)
         if not self.domain.intersect(self.independent_domain).is_empty():
-            raise DomainError(f"update domain {self.domain} and independent domain "
-                              f"{self.independent_domain} must be disjoint", site=user_site())
+            raise DomainError(
+                f"update domain {self.domain} and independent domain "
+                f"{self.independent_domain} must be disjoint",
+                site=user_site(),
+            )
         self.full_dom = self.domain.union(self.independent_domain)
         self._params: list[tuple[RecurrentTensor, bool]] = []
         self._buffers: list[RecurrentTensor] = []
@@ -58,7 +61,9 @@ class Module:
     def _placeholder_from(self, init_rt: Any, requires_grad: bool) -> RecurrentTensor:
         rt = _rt()
         init = rt.lift(init_rt)
-        p = rt.placeholder(init.shape, init.dtype, domain=self.full_dom, requires_grad=requires_grad)
+        p = rt.placeholder(
+            init.shape, init.dtype, domain=self.full_dom, requires_grad=requires_grad
+        )
         p[origin_condition(self.domain)] = init
         return p
 
@@ -175,8 +180,9 @@ def _reindexed(mod: Module, remap: dict[int, Any]) -> Module:
 class Sequential(Module):
     """Modules applied in order."""
 
-    def __init__(self, *modules: Module, domain: DomainLike = None,
-                 independent_domain: DomainLike = None) -> None:
+    def __init__(
+        self, *modules: Module, domain: DomainLike = None, independent_domain: DomainLike = None
+    ) -> None:
         super().__init__(domain, independent_domain)
         self.modules = list(modules)
 

@@ -25,9 +25,17 @@ def _gate(x: RecurrentTensor, k: int, h: int) -> RecurrentTensor:
 class _Cell(Module):
     gates = 1
 
-    def __init__(self, input_size: int, hidden_size: int, bias: bool, dtype: DataTypeLike,
-                 domain: DomainLike, independent_domain: DomainLike,
-                 w_init_fun: InitFn | None = None, b_init_fun: InitFn | None = None) -> None:
+    def __init__(
+        self,
+        input_size: int,
+        hidden_size: int,
+        bias: bool,
+        dtype: DataTypeLike,
+        domain: DomainLike,
+        independent_domain: DomainLike,
+        w_init_fun: InitFn | None = None,
+        b_init_fun: InitFn | None = None,
+    ) -> None:
         super().__init__(domain, independent_domain)
         self.hidden_size = hidden_size
         # torch initialises every RNN tensor with U(±1/sqrt(hidden)).
@@ -48,12 +56,20 @@ class GRUCell(_Cell):
 
     gates = 3
 
-    def __init__(self, input_size: int, hidden_size: int, bias: bool = True,
-                 dtype: DataTypeLike = dtypes.float32, domain: DomainLike = None,
-                 independent_domain: DomainLike = None, w_init_fun: InitFn | None = None,
-                 b_init_fun: InitFn | None = None) -> None:
-        super().__init__(input_size, hidden_size, bias, dtype, domain, independent_domain,
-                         w_init_fun, b_init_fun)
+    def __init__(
+        self,
+        input_size: int,
+        hidden_size: int,
+        bias: bool = True,
+        dtype: DataTypeLike = dtypes.float32,
+        domain: DomainLike = None,
+        independent_domain: DomainLike = None,
+        w_init_fun: InitFn | None = None,
+        b_init_fun: InitFn | None = None,
+    ) -> None:
+        super().__init__(
+            input_size, hidden_size, bias, dtype, domain, independent_domain, w_init_fun, b_init_fun
+        )
 
     def forward(self, x: Any, h: Any) -> RecurrentTensor:
         H = self.hidden_size  # noqa: N806
@@ -69,12 +85,20 @@ class LSTMCell(_Cell):
 
     gates = 4
 
-    def __init__(self, input_size: int, hidden_size: int, bias: bool = True,
-                 dtype: DataTypeLike = dtypes.float32, domain: DomainLike = None,
-                 independent_domain: DomainLike = None, w_init_fun: InitFn | None = None,
-                 b_init_fun: InitFn | None = None) -> None:
-        super().__init__(input_size, hidden_size, bias, dtype, domain, independent_domain,
-                         w_init_fun, b_init_fun)
+    def __init__(
+        self,
+        input_size: int,
+        hidden_size: int,
+        bias: bool = True,
+        dtype: DataTypeLike = dtypes.float32,
+        domain: DomainLike = None,
+        independent_domain: DomainLike = None,
+        w_init_fun: InitFn | None = None,
+        b_init_fun: InitFn | None = None,
+    ) -> None:
+        super().__init__(
+            input_size, hidden_size, bias, dtype, domain, independent_domain, w_init_fun, b_init_fun
+        )
 
     def forward(self, x: Any, hc: tuple[Any, Any]) -> tuple[RecurrentTensor, RecurrentTensor]:
         H = self.hidden_size  # noqa: N806

@@ -47,7 +47,8 @@ def rope_frequencies(dim: int, base: float, scaling: RopeScalingParams | None) -
             out.append(f / scaling.factor)
         else:
             s = (scaling.original_max_position_embeddings / wl - scaling.low_freq_factor) / (
-                scaling.high_freq_factor - scaling.low_freq_factor)
+                scaling.high_freq_factor - scaling.low_freq_factor
+            )
             out.append((1 - s) * f / scaling.factor + s * f)
     return np.asarray(out, dtype=np.float64)
 
@@ -55,9 +56,15 @@ def rope_frequencies(dim: int, base: float, scaling: RopeScalingParams | None) -
 class RotaryPositionalEmbeddings(Module):
     """Rotate pairs (x[2k], x[2k+1]) of a (heads, dim) point by t·freq_k."""
 
-    def __init__(self, dim: int, t: ie.Symbol, base: float = 10000, domain: DomainLike = None,
-                 independent_domain: DomainLike = None,
-                 rope_scaling_params: RopeScalingParams | None = None) -> None:
+    def __init__(
+        self,
+        dim: int,
+        t: ie.Symbol,
+        base: float = 10000,
+        domain: DomainLike = None,
+        independent_domain: DomainLike = None,
+        rope_scaling_params: RopeScalingParams | None = None,
+    ) -> None:
         super().__init__(domain, independent_domain)
         if dim % 2:
             raise ShapeError(f"RoPE needs an even dim, got {dim}", site=user_site())
@@ -70,8 +77,9 @@ class RotaryPositionalEmbeddings(Module):
 
         x = RT.lift(x)
         if tuple(x.shape)[-1:] != (self.dim,):
-            raise ShapeError(f"RoPE of dim {self.dim} applied to shape {tuple(x.shape)}",
-                             site=user_site())
+            raise ShapeError(
+                f"RoPE of dim {self.dim} applied to shape {tuple(x.shape)}", site=user_site()
+            )
         p = RT.lift(self.t if pos is None else pos).cast(dtypes.float64)
         ang = p * RT.const(self.freqs)
         cos, sin = ang.cos(), ang.sin()

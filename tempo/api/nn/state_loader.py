@@ -14,15 +14,20 @@ from tempo.core.dtype import DataTypeLike
 class StateDictLoader:
     """An immutable key prefix over a state dict; `append` extends the prefix."""
 
-    def __init__(self, state_dict: Mapping[str, Any], parts: tuple[str | ie.Symbol, ...] = (),
-                 cast_to_dtype: DataTypeLike = None) -> None:
+    def __init__(
+        self,
+        state_dict: Mapping[str, Any],
+        parts: tuple[str | ie.Symbol, ...] = (),
+        cast_to_dtype: DataTypeLike = None,
+    ) -> None:
         self.state_dict = state_dict
         self.parts = parts
         self.cast_to_dtype = cast_to_dtype
 
     @staticmethod
-    def from_torch_checkpoint(path: str, exec_cfg: Any = None,
-                              cast_to_dtype: DataTypeLike = None) -> StateDictLoader:
+    def from_torch_checkpoint(
+        path: str, exec_cfg: Any = None, cast_to_dtype: DataTypeLike = None
+    ) -> StateDictLoader:
         import torch
 
         sd = torch.load(path, map_location="cpu", weights_only=True)
@@ -36,8 +41,9 @@ class StateDictLoader:
         return StateDictLoader(self.state_dict, (*self.parts, part), self.cast_to_dtype)
 
     def key_template(self, suffix: str) -> str:
-        return ".".join([f"<{p.name}>" if isinstance(p, ie.Symbol) else p for p in self.parts]
-                        + [suffix])
+        return ".".join(
+            [f"<{p.name}>" if isinstance(p, ie.Symbol) else p for p in self.parts] + [suffix]
+        )
 
     def load_tensor(self, suffix: str) -> InitFn | None:
         """An InitFn reading `<prefix>.<suffix>`, or None when the dict lacks the key."""
@@ -60,7 +66,8 @@ class StateDictLoader:
 
             dt = self.cast_to_dtype or dtype
             dom = tuple(syms) if syms else None
-            return RT.init_from_statedict(self.state_dict, key if syms else template, shape,
-                                          dt, dom)
+            return RT.init_from_statedict(
+                self.state_dict, key if syms else template, shape, dt, dom
+            )
 
         return fn  # type: ignore[return-value]

@@ -25,17 +25,26 @@ def _size(shape: int | Sequence[int]) -> int:
 class FullyConnected(Module):
     """Flatten → [Linear → act]* → Linear → reshape to `output_shape`."""
 
-    def __init__(self, input_shape: int | Sequence[int], hidden_sizes: Sequence[int],
-                 output_shape: int | Sequence[int], act_fun: Any = "leakyrelu",
-                 dtype: DataTypeLike = None, domain: DomainLike = None,
-                 independent_domain: DomainLike = None, w_init_fun: InitFn | None = None,
-                 b_init_fun: InitFn | None = None, bias: bool = True) -> None:
+    def __init__(
+        self,
+        input_shape: int | Sequence[int],
+        hidden_sizes: Sequence[int],
+        output_shape: int | Sequence[int],
+        act_fun: Any = "leakyrelu",
+        dtype: DataTypeLike = None,
+        domain: DomainLike = None,
+        independent_domain: DomainLike = None,
+        w_init_fun: InitFn | None = None,
+        b_init_fun: InitFn | None = None,
+        bias: bool = True,
+    ) -> None:
         super().__init__(domain, independent_domain)
         sizes = [_size(input_shape), *hidden_sizes, _size(output_shape)]
         layers: list[Module] = []
         for k, (a, b) in enumerate(zip(sizes[:-1], sizes[1:])):
-            layers.append(Linear(a, b, bias, dtype, domain, independent_domain, w_init_fun,
-                                 b_init_fun))
+            layers.append(
+                Linear(a, b, bias, dtype, domain, independent_domain, w_init_fun, b_init_fun)
+            )
             if k < len(sizes) - 2:
                 layers.append(ActivationFunction.from_(act_fun))
         self.net = Sequential(*layers, domain=domain, independent_domain=independent_domain)
@@ -50,16 +59,26 @@ class FullyConnected(Module):
 class FullyConnectedActorCritic(Module):
     """A shared trunk with a policy head (logits) and a value head; returns both."""
 
-    def __init__(self, input_shape: int | Sequence[int], hidden_sizes: Sequence[int],
-                 num_actions: int, act_fun: Any = "leakyrelu", dtype: DataTypeLike = None,
-                 domain: DomainLike = None, independent_domain: DomainLike = None,
-                 w_init_fun: InitFn | None = None, b_init_fun: InitFn | None = None) -> None:
+    def __init__(
+        self,
+        input_shape: int | Sequence[int],
+        hidden_sizes: Sequence[int],
+        num_actions: int,
+        act_fun: Any = "leakyrelu",
+        dtype: DataTypeLike = None,
+        domain: DomainLike = None,
+        independent_domain: DomainLike = None,
+        w_init_fun: InitFn | None = None,
+        b_init_fun: InitFn | None = None,
+    ) -> None:
         super().__init__(domain, independent_domain)
         *trunk, last = list(hidden_sizes) or [_size(input_shape)]
         args = (act_fun, dtype, domain, independent_domain, w_init_fun, b_init_fun)
         self.trunk = FullyConnected(input_shape, trunk, last, *args) if hidden_sizes else None
         self.act = ActivationFunction.from_(act_fun)
-        self.pi = Linear(last, num_actions, True, dtype, domain, independent_domain, w_init_fun, b_init_fun)
+        self.pi = Linear(
+            last, num_actions, True, dtype, domain, independent_domain, w_init_fun, b_init_fun
+        )
         self.v = Linear(last, 1, True, dtype, domain, independent_domain, w_init_fun, b_init_fun)
 
     def forward(self, x: Any) -> tuple[RecurrentTensor, RecurrentTensor]:

@@ -25,13 +25,14 @@ def total_norm(xs: Sequence[Any], norm_type: float = 2.0) -> RecurrentTensor:
     acc: Any = None
     for t in ts:
         a = t.abs()
-        s = (a * a).sum() if norm_type == 2.0 else (a ** norm_type).sum()
+        s = (a * a).sum() if norm_type == 2.0 else (a**norm_type).sum()
         acc = s if acc is None else acc + s
     return acc.sqrt() if norm_type == 2.0 else acc ** (1.0 / norm_type)
 
 
-def clip_norm(grads: Sequence[Any], max_norm: float, norm_type: float = 2.0,
-              eps: float = 1e-6) -> tuple[list[RecurrentTensor], RecurrentTensor]:
+def clip_norm(
+    grads: Sequence[Any], max_norm: float, norm_type: float = 2.0, eps: float = 1e-6
+) -> tuple[list[RecurrentTensor], RecurrentTensor]:
     """Scale all `grads` by min(1, max_norm / (total_norm + eps)); returns (clipped, norm)."""
     norm = total_norm(grads, norm_type)
     coef = (max_norm / (norm + eps)).minimum(1.0)

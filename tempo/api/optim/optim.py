@@ -24,9 +24,15 @@ def _rt() -> Any:
 class Optimizer:
     """Common machinery: domain checks, gradient clipping and the parameter recurrence."""
 
-    def __init__(self, params: Sequence[RecurrentTensor], buffers: Sequence[RecurrentTensor] | None,
-                 lr: float, max_norm: float | None = None, norm_type: float = 2.0,
-                 independent_domain: DomainLike = None) -> None:
+    def __init__(
+        self,
+        params: Sequence[RecurrentTensor],
+        buffers: Sequence[RecurrentTensor] | None,
+        lr: float,
+        max_norm: float | None = None,
+        norm_type: float = 2.0,
+        independent_domain: DomainLike = None,
+    ) -> None:
         self.params = list(params)
         self.buffers = list(buffers or [])
         if not self.params:
@@ -34,13 +40,19 @@ class Optimizer:
         self.domain: Domain = self.params[0].unindexed_domain
         for p in self.params[1:]:
             if p.unindexed_domain != self.domain:
-                raise DomainError(f"all parameters must share one domain: {self.domain} vs "
-                                  f"{p.unindexed_domain} ({p.tensor_id!r})", site=user_site())
+                raise DomainError(
+                    f"all parameters must share one domain: {self.domain} vs "
+                    f"{p.unindexed_domain} ({p.tensor_id!r})",
+                    site=user_site(),
+                )
         indep = Domain.from_(independent_domain, none_is_empty=True)
         self.acc_domain = self.domain.difference(indep)
         if self.acc_domain.is_empty():
-            raise DomainError(f"parameters over {self.domain} have no update dimension left "
-                              f"after removing the independent domain {indep}", site=user_site())
+            raise DomainError(
+                f"parameters over {self.domain} have no update dimension left "
+                f"after removing the independent domain {indep}",
+                site=user_site(),
+            )
         self.lr, self.max_norm, self.norm_type = lr, max_norm, norm_type
         self.prev = tuple(update_prev_index(self.domain, self.acc_domain))
         self.origin = origin_condition(self.acc_domain)
@@ -64,14 +76,19 @@ class Optimizer:
         grads = []
         for p in self.params:
             if p.grad is None:
-                raise TempoError(f"parameter {p.tensor_id!r} has no .grad: call "
-                                 "loss.backward() before optimizer.step()", site=user_site())
+                raise TempoError(
+                    f"parameter {p.tensor_id!r} has no .grad: call "
+                    "loss.backward() before optimizer.step()",
+                    site=user_site(),
+                )
             grads.append(p.grad.detach())
         if self.max_norm is not None:
             grads, _ = clip_norm(grads, self.max_norm, self.norm_type)
         return grads
 
-    def updates(self, params: list[RecurrentTensor], grads: list[RecurrentTensor]) -> list[RecurrentTensor]:
+    def updates(
+        self, params: list[RecurrentTensor], grads: list[RecurrentTensor]
+    ) -> list[RecurrentTensor]:
         """What to subtract from each parameter at the current point."""
         raise NotImplementedError
 
@@ -91,16 +108,26 @@ class Optimizer:
 class SGD(Optimizer):
     """torch.optim.SGD: weight decay added to the gradient, momentum buffer, nesterov."""
 
-    def __init__(self, params: Sequence[RecurrentTensor], buffers: Sequence[RecurrentTensor] | None = None,
-                 lr: float = 0.001, momentum: float = 0.0, weight_decay: float = 0.0,
-                 nesterov: bool = False, max_norm: float | None = None, norm_type: float = 2.0,
-                 independent_domain: DomainLike = None) -> None:
+    def __init__(
+        self,
+        params: Sequence[RecurrentTensor],
+        buffers: Sequence[RecurrentTensor] | None = None,
+        lr: float = 0.001,
+        momentum: float = 0.0,
+        weight_decay: float = 0.0,
+        nesterov: bool = False,
+        max_norm: float | None = None,
+        norm_type: float = 2.0,
+        independent_domain: DomainLike = None,
+    ) -> None:
         super().__init__(params, buffers, lr, max_norm, norm_type, independent_domain)
         if nesterov and momentum <= 0:
             raise ValueError("nesterov needs momentum > 0")
         self.momentum, self.weight_decay, self.nesterov = momentum, weight_decay, nesterov
 
-    def updates(self, params: list[RecurrentTensor], grads: list[RecurrentTensor]) -> list[RecurrentTensor]:
+    def updates(
+        self, params: list[RecurrentTensor], grads: list[RecurrentTensor]
+    ) -> list[RecurrentTensor]:
         out = []
         for p, g in zip(params, grads):
             if self.weight_decay:
@@ -119,14 +146,26 @@ class LAMB(Optimizer):
     """LAMB (layer-wise trust ratio over Adam steps); with `adam=True` it is Adam/AdamW and
     follows torch.optim.Adam numerically (bias-corrected moments, eps outside the sqrt)."""
 
-    def __init__(self, params: Sequence[RecurrentTensor], buffers: Sequence[RecurrentTensor] | None = None,
-                 lr: float = 0.001, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-6,
-                 wd: float = 0.0, adam: bool = False, max_norm: float | None = None,
-                 norm_type: float = 2.0, independent_domain: DomainLike = None) -> None:
+    def __init__(
+        self,
+        params: Sequence[RecurrentTensor],
+        buffers: Sequence[RecurrentTensor] | None = None,
+        lr: float = 0.001,
+        b1: float = 0.9,
+        b2: float = 0.999,
+        eps: float = 1e-6,
+        wd: float = 0.0,
+        adam: bool = False,
+        max_norm: float | None = None,
+        norm_type: float = 2.0,
+        independent_domain: DomainLike = None,
+    ) -> None:
         super().__init__(params, buffers, lr, max_norm, norm_type, independent_domain)
         self.b1, self.b2, self.eps, self.wd, self.adam = b1, b2, eps, wd, adam
 
-    def updates(self, params: list[RecurrentTensor], grads: list[RecurrentTensor]) -> list[RecurrentTensor]:
+    def updates(
+        self, params: list[RecurrentTensor], grads: list[RecurrentTensor]
+    ) -> list[RecurrentTensor]:
         rt = _rt()
         b1, b2 = self.b1, self.b2
         step = self.step_count()
@@ -152,17 +191,34 @@ class LAMB(Optimizer):
         return out
 
 
-def Adam(params: Sequence[RecurrentTensor], buffers: Sequence[RecurrentTensor] | None = None,  # noqa: N802
-         lr: float = 0.001, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8,
-         max_norm: float | None = None, norm_type: float = 2.0,
-         independent_domain: DomainLike = None) -> LAMB:
+def Adam(
+    params: Sequence[RecurrentTensor],
+    buffers: Sequence[RecurrentTensor] | None = None,  # noqa: N802
+    lr: float = 0.001,
+    b1: float = 0.9,
+    b2: float = 0.999,
+    eps: float = 1e-8,
+    max_norm: float | None = None,
+    norm_type: float = 2.0,
+    independent_domain: DomainLike = None,
+) -> LAMB:
     """torch.optim.Adam (no weight decay) as `LAMB(adam=True)`."""
-    return LAMB(params, buffers, lr, b1, b2, eps, 0.0, True, max_norm, norm_type, independent_domain)
+    return LAMB(
+        params, buffers, lr, b1, b2, eps, 0.0, True, max_norm, norm_type, independent_domain
+    )
 
 
-def AdamW(params: Sequence[RecurrentTensor], buffers: Sequence[RecurrentTensor] | None = None,  # noqa: N802
-          lr: float = 0.001, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8,
-          wd: float = 0.01, max_norm: float | None = None, norm_type: float = 2.0,
-          independent_domain: DomainLike = None) -> LAMB:
+def AdamW(
+    params: Sequence[RecurrentTensor],
+    buffers: Sequence[RecurrentTensor] | None = None,  # noqa: N802
+    lr: float = 0.001,
+    b1: float = 0.9,
+    b2: float = 0.999,
+    eps: float = 1e-8,
+    wd: float = 0.01,
+    max_norm: float | None = None,
+    norm_type: float = 2.0,
+    independent_domain: DomainLike = None,
+) -> LAMB:
     """torch.optim.AdamW (decoupled weight decay) as `LAMB(adam=True, wd=wd)`."""
     return LAMB(params, buffers, lr, b1, b2, eps, wd, True, max_norm, norm_type, independent_domain)

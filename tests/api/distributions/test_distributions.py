@@ -17,7 +17,7 @@ S = 4000
 
 def _run(body):  # type: ignore[no-untyped-def]
     ctx = TempoContext(ExecutionConfig.test_cfg(), num_dims=1)
-    (s, Sb), = ctx.variables_and_bounds
+    ((s, Sb),) = ctx.variables_and_bounds
     with ctx:
         outs = body(s)
     exe = ctx.compile({Sb: S})
@@ -41,8 +41,15 @@ def test_categorical_from_logits_and_probs() -> None:
     def body(s):  # type: ignore[no-untyped-def]
         c = Categorical(logits=RT.const(logits.numpy()), domain=(s,))
         cp = Categorical(probs=RT.const(probs.numpy()), domain=(s,))
-        return (c.log_prob(RT.const(k.numpy())), c.entropy(), c.mode, cp.entropy(),
-                cp.log_prob(1), c.sample(), cp.sample())
+        return (
+            c.log_prob(RT.const(k.numpy())),
+            c.entropy(),
+            c.mode,
+            cp.entropy(),
+            cp.log_prob(1),
+            c.sample(),
+            cp.sample(),
+        )
 
     get, (lp, ent, mode, entp, lpp, smp, smpp) = _run(body)
     tc, tcp = td.Categorical(logits=logits), td.Categorical(probs=probs)
@@ -66,8 +73,13 @@ def test_normal() -> None:
 
     def body(s):  # type: ignore[no-untyped-def]
         n = Normal(RT.const(mu.numpy()), RT.const(sigma.numpy()), domain=(s,))
-        return n.log_prob(RT.const(x.numpy())), n.entropy(), n.cdf(RT.const(x.numpy())), \
-            n.variance, n.sample()
+        return (
+            n.log_prob(RT.const(x.numpy())),
+            n.entropy(),
+            n.cdf(RT.const(x.numpy())),
+            n.variance,
+            n.sample(),
+        )
 
     get, (lp, ent, cdf, var, smp) = _run(body)
     tn = td.Normal(mu, sigma)
@@ -92,8 +104,14 @@ def test_uniform() -> None:
 
     def body(s):  # type: ignore[no-untyped-def]
         u = Uniform(RT.const(low.numpy()), RT.const(high.numpy()), domain=(s,))
-        return u.log_prob(RT.const(x.numpy())), u.entropy(), u.cdf(RT.const(x.numpy())), \
-            u.mean, u.stddev, u.sample()
+        return (
+            u.log_prob(RT.const(x.numpy())),
+            u.entropy(),
+            u.cdf(RT.const(x.numpy())),
+            u.mean,
+            u.stddev,
+            u.sample(),
+        )
 
     get, (lp, ent, cdf, mean, std, smp) = _run(body)
     tu = td.Uniform(low, high, validate_args=False)

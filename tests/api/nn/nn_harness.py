@@ -24,7 +24,9 @@ class Run:
         return self.exe.get_spatial_tensor_torch(x.tensor_id, tuple(index))
 
 
-def build_and_run(num_dims: int, body: Callable[..., Any], bounds: Callable[..., dict] | None = None) -> tuple[Run, Any]:
+def build_and_run(
+    num_dims: int, body: Callable[..., Any], bounds: Callable[..., dict] | None = None
+) -> tuple[Run, Any]:
     """`body(*symbols)` records the program inside a fresh context; returns (run, result)."""
     ctx = TempoContext(ExecutionConfig.test_cfg(), num_dims=num_dims)
     syms = [s for pair in ctx.variables_and_bounds for s in pair]

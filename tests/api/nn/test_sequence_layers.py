@@ -21,8 +21,9 @@ T, E = 6, 8
 
 
 def _seq_input(t: ie.Symbol, xs: torch.Tensor) -> RT:
-    return RT.source_with_ts_udf(lambda ts: xs[ts[t]].clone(), (xs.shape[-1],), "float32",
-                                 domain=(t,))
+    return RT.source_with_ts_udf(
+        lambda ts: xs[ts[t]].clone(), (xs.shape[-1],), "float32", domain=(t,)
+    )
 
 
 def _rope_ref(x: torch.Tensor, freqs: np.ndarray) -> torch.Tensor:
@@ -34,8 +35,14 @@ def _rope_ref(x: torch.Tensor, freqs: np.ndarray) -> torch.Tensor:
     return torch.stack([a * cos - b * sin, b * cos + a * sin], -1).reshape(x.shape).float()
 
 
-def _attn_ref(xs: torch.Tensor, ws: list[torch.Tensor], h: int, kv: int, mask: torch.Tensor,
-              rope: np.ndarray | None) -> torch.Tensor:
+def _attn_ref(
+    xs: torch.Tensor,
+    ws: list[torch.Tensor],
+    h: int,
+    kv: int,
+    mask: torch.Tensor,
+    rope: np.ndarray | None,
+) -> torch.Tensor:
     hd = E // h
     q = (xs @ ws[0].T).reshape(T, h, hd)
     k = (xs @ ws[1].T).reshape(T, kv, hd)
@@ -51,8 +58,12 @@ def _attn_ref(xs: torch.Tensor, ws: list[torch.Tensor], h: int, kv: int, mask: t
 def _weights(kv: int, seed: int) -> list[torch.Tensor]:
     g = torch.Generator().manual_seed(seed)
     kv_dim = E // 2 * kv if kv != 2 else E // 2 * 2
-    return [torch.randn(E, E, generator=g) * 0.3, torch.randn(kv_dim, E, generator=g) * 0.3,
-            torch.randn(kv_dim, E, generator=g) * 0.3, torch.randn(E, E, generator=g) * 0.3]
+    return [
+        torch.randn(E, E, generator=g) * 0.3,
+        torch.randn(kv_dim, E, generator=g) * 0.3,
+        torch.randn(kv_dim, E, generator=g) * 0.3,
+        torch.randn(E, E, generator=g) * 0.3,
+    ]
 
 
 def test_causal_attention_equals_torch_mha_forward_and_backward() -> None:
@@ -66,8 +77,12 @@ def test_causal_attention_equals_torch_mha_forward_and_backward() -> None:
     ref.sum().backward()
 
     def body(t, _T):
-        inits = [const_init(W[:E]), const_init(W[E:2 * E]), const_init(W[2 * E:]),
-                 const_init(tm.out_proj.weight)]
+        inits = [
+            const_init(W[:E]),
+            const_init(W[E : 2 * E]),
+            const_init(W[2 * E :]),
+            const_init(tm.out_proj.weight),
+        ]
         m = MultiHeadAttention(E, 2, t, w_init_funs=inits)
         y = m(_seq_input(t, xs))
         y.sum().backward()
@@ -87,8 +102,11 @@ def test_attention_variants(case: str) -> None:
     hd = E // h
     ws = _weights(kv, 11)
     ws[1], ws[2] = ws[1][: kv * hd], ws[2][: kv * hd]
-    scaling = RopeScalingParams(factor=8.0, original_max_position_embeddings=4) \
-        if case == "rope_scaled" else None
+    scaling = (
+        RopeScalingParams(factor=8.0, original_max_position_embeddings=4)
+        if case == "rope_scaled"
+        else None
+    )
     rope = case in ("gqa_rope", "rope_scaled")
     qi, ki = torch.arange(T)[:, None], torch.arange(T)[None]
     if case == "window":
@@ -100,9 +118,15 @@ def test_attention_variants(case: str) -> None:
     ref = _attn_ref(xs, ws, h, kv, mask, rope_frequencies(hd, 10000.0, scaling) if rope else None)
 
     def body(t, _T):
-        m = MultiHeadAttention(E, h, t, apply_rope=rope, num_kv_heads=kv,
-                               w_init_funs=[const_init(w) for w in ws],
-                               rope_scaling_params=scaling)
+        m = MultiHeadAttention(
+            E,
+            h,
+            t,
+            apply_rope=rope,
+            num_kv_heads=kv,
+            w_init_funs=[const_init(w) for w in ws],
+            rope_scaling_params=scaling,
+        )
         x = _seq_input(t, xs)
         if case == "window":
             return m.windowed_forward(x, 3)
@@ -116,8 +140,9 @@ def test_attention_variants(case: str) -> None:
 
 def test_rope_module_and_llama3_scaling() -> None:
     xs = torch.randn(T, 2, 8, generator=torch.Generator().manual_seed(4))
-    sc = RopeScalingParams(factor=4.0, high_freq_factor=4.0, low_freq_factor=1.0,
-                           original_max_position_embeddings=16)
+    sc = RopeScalingParams(
+        factor=4.0, high_freq_factor=4.0, low_freq_factor=1.0, original_max_position_embeddings=16
+    )
     freqs = rope_frequencies(8, 500.0, sc)
     plain = rope_frequencies(8, 500.0, None)
     # Vectorised llama3 scaling (as in HF transformers) as an independent reference.
@@ -154,8 +179,10 @@ def test_cells_forward_and_backward(kind: str) -> None:
 
     def body():
         cell = (GRUCell if kind == "gru" else LSTMCell)(3, 4)
-        for lin, (w, b) in ((cell.ih, (tc.weight_ih, tc.bias_ih)),
-                            (cell.hh, (tc.weight_hh, tc.bias_hh))):
+        for lin, (w, b) in (
+            (cell.ih, (tc.weight_ih, tc.bias_ih)),
+            (cell.hh, (tc.weight_hh, tc.bias_hh)),
+        ):
             lin.w, lin.b = leaf(w), leaf(b)
         if kind == "gru":
             y = cell(const(xs), const(h0))

@@ -37,15 +37,23 @@ def _lamb_ref(p: torch.Tensor, lr: float, b1: float, b2: float, eps: float, wd: 
 
 CASES: dict[str, tuple[Callable[[list], Any], Callable[[list], Any] | None]] = {
     "sgd": (lambda ps: SGD(ps, lr=0.05), lambda ps: torch.optim.SGD(ps, lr=0.05)),
-    "sgd_momentum_wd": (lambda ps: SGD(ps, lr=0.02, momentum=0.9, weight_decay=0.1),
-                        lambda ps: torch.optim.SGD(ps, lr=0.02, momentum=0.9, weight_decay=0.1)),
-    "sgd_nesterov": (lambda ps: SGD(ps, lr=0.02, momentum=0.8, nesterov=True),
-                     lambda ps: torch.optim.SGD(ps, lr=0.02, momentum=0.8, nesterov=True)),
+    "sgd_momentum_wd": (
+        lambda ps: SGD(ps, lr=0.02, momentum=0.9, weight_decay=0.1),
+        lambda ps: torch.optim.SGD(ps, lr=0.02, momentum=0.9, weight_decay=0.1),
+    ),
+    "sgd_nesterov": (
+        lambda ps: SGD(ps, lr=0.02, momentum=0.8, nesterov=True),
+        lambda ps: torch.optim.SGD(ps, lr=0.02, momentum=0.8, nesterov=True),
+    ),
     "adam": (lambda ps: Adam(ps, lr=0.05), lambda ps: torch.optim.Adam(ps, lr=0.05)),
-    "adamw": (lambda ps: AdamW(ps, lr=0.05, wd=0.1),
-              lambda ps: torch.optim.AdamW(ps, lr=0.05, weight_decay=0.1)),
-    "adam_clipped": (lambda ps: Adam(ps, lr=0.05, max_norm=0.5),
-                     lambda ps: torch.optim.Adam(ps, lr=0.05)),
+    "adamw": (
+        lambda ps: AdamW(ps, lr=0.05, wd=0.1),
+        lambda ps: torch.optim.AdamW(ps, lr=0.05, weight_decay=0.1),
+    ),
+    "adam_clipped": (
+        lambda ps: Adam(ps, lr=0.05, max_norm=0.5),
+        lambda ps: torch.optim.Adam(ps, lr=0.05),
+    ),
     "lamb": (lambda ps: LAMB(ps, lr=0.05, wd=0.01), None),
 }
 
@@ -54,7 +62,7 @@ CASES: dict[str, tuple[Callable[[list], Any], Callable[[list], Any] | None]] = {
 def test_update_rules_track_torch_for_50_steps(name: str) -> None:
     make, make_torch = CASES[name]
     ctx = TempoContext(ExecutionConfig.test_cfg(), num_dims=1)
-    (i, I), = ctx.variables_and_bounds
+    ((i, I),) = ctx.variables_and_bounds
     with ctx:
         p = Linear(3, 4, bias=False, domain=(i,), w_init_fun=const_init(W0)).w
         p.grad = (p - RT.const(TGT.numpy())) * 2.0  # d/dp sum((p - tgt)^2)
@@ -85,19 +93,26 @@ def test_linear_regression_training_through_backward(name: str) -> None:
     X, Y = torch.randn(16, 3, generator=g), torch.randn(16, 2, generator=g)
     tl = torch.nn.Linear(3, 2)
     ctx = TempoContext(ExecutionConfig.test_cfg(), num_dims=1)
-    (i, I), = ctx.variables_and_bounds
+    ((i, I),) = ctx.variables_and_bounds
     with ctx:
-        net = Linear(3, 2, domain=(i,), w_init_fun=const_init(tl.weight),
-                     b_init_fun=const_init(tl.bias))
+        net = Linear(
+            3, 2, domain=(i,), w_init_fun=const_init(tl.weight), b_init_fun=const_init(tl.bias)
+        )
         loss = ((net(RT.const(X.numpy())) - RT.const(Y.numpy())) ** 2).mean()
         loss.backward()
-        (SGD(net.parameters, net.buffers, lr=0.1) if name == "sgd"
-         else Adam(net.parameters, net.buffers, lr=0.05)).step()
+        (
+            SGD(net.parameters, net.buffers, lr=0.1)
+            if name == "sgd"
+            else Adam(net.parameters, net.buffers, lr=0.05)
+        ).step()
     exe = ctx.compile({I: N})
     exe.execute()
     got = exe.get_spatial_tensor_torch(loss.tensor_id, (slice(0, N),))
-    opt = torch.optim.SGD(tl.parameters(), lr=0.1) if name == "sgd" else \
-        torch.optim.Adam(tl.parameters(), lr=0.05)
+    opt = (
+        torch.optim.SGD(tl.parameters(), lr=0.1)
+        if name == "sgd"
+        else torch.optim.Adam(tl.parameters(), lr=0.05)
+    )
     ref = []
     for _ in range(N):
         opt.zero_grad()
