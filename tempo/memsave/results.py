@@ -63,6 +63,36 @@ def batch_table(
     return rows
 
 
+def step_overhead(
+    hidden: int, heads: int, seq: int, batch: int, layers: int = 2, repeats: int = 5
+) -> dict[str, Any]:
+    """Median fwd+bwd time, baseline vs all (bit), interleaved in one process so that load
+    from other processes hits both alike; one torch thread."""
+    import statistics
+
+    import torch
+
+    from tempo.memsave import memory
+    from tempo.memsave.probe import build_bert, inputs, train_step
+
+    torch.set_num_threads(1)
+    ids = inputs(batch, seq)
+    models = {"baseline": build_bert(hidden, heads, layers), "all (bit masks)": build_bert(
+        hidden, heads, layers, ALL, "bit")}
+    times: dict[str, list[float]] = {k: [] for k in models}
+    with memory.bool_mask_dropout():
+        for m in models.values():
+            train_step(m, ids)  # warm-up (builds the GELU tables)
+        for _ in range(repeats):
+            for name, m in models.items():
+                t0 = time.perf_counter()
+                train_step(m, ids)
+                times[name].append(time.perf_counter() - t0)
+    med = {k: statistics.median(v) for k, v in times.items()}
+    return dict(hidden=hidden, seq=seq, batch=batch, layers=layers, median_s=med,
+                ratio=med["all (bit masks)"] / med["baseline"])
+
+
 def _mib(n: float) -> str:
     return f"{n / 2**20:.3f}"
 
@@ -102,7 +132,7 @@ def batch_markdown(rows: list[dict[str, Any]]) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--part", choices=["bytes", "batch", "all"], default="all")
+    ap.add_argument("--part", choices=["bytes", "batch", "overhead", "all"], default="all")
     ap.add_argument("--out", default="results/memsave")
     args = ap.parse_args(argv)
     os.makedirs(args.out, exist_ok=True)
@@ -120,6 +150,10 @@ def main(argv: list[str] | None = None) -> None:
         with open(os.path.join(args.out, "max_batch.json"), "w") as f:
             json.dump(rows, f, indent=1)
         print(batch_markdown(rows))
+    if args.part in ("overhead", "all"):
+        for cfg in [dict(hidden=768, heads=12, seq=128, batch=4),
+                    dict(hidden=1024, heads=16, seq=512, batch=1)]:
+            print(json.dumps(step_overhead(**cfg)), flush=True)
 
 
 if __name__ == "__main__":
