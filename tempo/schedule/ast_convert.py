@@ -90,8 +90,11 @@ def ast_to_tree(node: isl.AstNode, prog: IslProgram) -> Node:
         name = call.get_op_arg(0).get_id().get_name()
         point = tuple(expr_py(call.get_op_arg(i)) for i in range(1, call.get_op_n_arg()))
         if name in prog.frees:
-            return Free(prog.frees[name], point)
-        return Exec(int(name[1:]), point)
+            return Seq([Free(tid, point) for tid in prog.frees[name]])
+        rep = int(name[1:])
+        body: list[Node] = [Exec(m, point) for m in prog.groups[rep]]
+        body += [Free(tid, point) for tid in prog.after_group.get(rep, [])]
+        return body[0] if len(body) == 1 else Seq(body)
     if kind == isl.ast_node_type.mark:
         return ast_to_tree(node.mark_get_node(), prog)
     raise NotImplementedError(f"isl AST node {kind} is not supported")

@@ -10,7 +10,7 @@ import islpy as isl
 
 from tempo.core import ops
 from tempo.core.errors import IndexExprError
-from tempo.core.sdg import SDG, Edge
+from tempo.core.sdg import SDG, Edge, TensorId
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -47,6 +47,7 @@ def executed_domains(
             if not new.is_equal(executed[sink]):
                 executed[sink] = new
                 work.append(e.sink)
+    _restrict_to_demand(sdg, executed, edge_maps)
     for op in sdg.topological():
         name = stmt_name(op.op_id)
         bad = full[name].subtract(executed[name])
@@ -99,3 +100,31 @@ def _raise_outside(
         )
     raise IndexExprError(f"{op!r} can never be computed: its reads are out of bounds",
                          site=op.site)
+
+
+def _restrict_to_demand(
+    sdg: SDG, executed: dict[str, isl.Set], edge_maps: dict[int, isl.UnionMap]
+) -> None:
+    """Ops that only feed recurrence branches (directly or through such ops) run only where
+    a branch takes them. `s[True] = f(s.previous)` then never computes f at t = 0, where
+    it would read the future s[T-1] and no affine schedule could order it."""
+    from tempo.schedule.isl_program import stmt_name
+
+    restricted: set[int] = set()
+    for op in reversed(list(sdg.topological())):
+        outs = sdg.out_edges.get(op.op_id, [])
+        if (not outs or isinstance(op, ops.MergeOp | ops.SinkUDFOp | ops.BarrierOp)
+                or any(TensorId(op.op_id, k) in sdg.keep for k in range(op.num_outputs))):
+            continue
+        if not all(isinstance(sdg.ops[e.sink], ops.MergeOp) or e.sink in restricted
+                   for e in outs):
+            continue
+        name = stmt_name(op.op_id)
+        needed = executed[name].subtract(executed[name])
+        for e in outs:
+            sink_dom = isl.UnionSet.from_set(executed[stmt_name(e.sink)])
+            img = edge_maps[id(e)].intersect_range(sink_dom).domain()
+            if not img.is_empty():
+                needed = needed.union(isl.Set.from_union_set(img))
+        executed[name] = executed[name].intersect(needed)
+        restricted.add(op.op_id)

@@ -15,6 +15,7 @@ from tempo.core.errors import IndexExprError
 from tempo.core.index_expr import Slice, Symbol
 from tempo.core.sdg import SDG, Edge, TensorId
 from tempo.schedule.domains import executed_domains
+from tempo.schedule.grouping import group_ops, is_basis
 
 SRC_SUFFIX = "__s"
 
@@ -37,7 +38,9 @@ class IslProgram:
     deps: isl.UnionMap
     free_deps: isl.UnionMap
     stmt_domains: dict[str, isl.Set]
-    frees: dict[str, TensorId]
+    frees: dict[str, list[TensorId]]
+    groups: dict[int, list[int]]
+    after_group: dict[int, list[TensorId]]
 
 
 def _params_decl(params: list[str]) -> str:
@@ -117,36 +120,65 @@ def build_program(sdg: SDG, bounds: dict[Symbol, int], stored: list[TensorId]) -
 
     edges = [e for es in sdg.in_edges.values() for e in es]
     edge_maps = {id(e): edge_map(sdg, e, decl) for e in edges}
-    stmt_domains = executed_domains(sdg, decl, context, stmt_domains, edge_maps)
-    deps = isl.UnionMap.empty(context.get_space().params())
-    for e in edges:
-        sink_dom = isl.UnionSet.from_set(stmt_domains[stmt_name(e.sink)])
-        edge_maps[id(e)] = edge_maps[id(e)].intersect_range(sink_dom)
-        deps = deps.union(edge_maps[id(e)])
+    executed = executed_domains(sdg, decl, context, stmt_domains, edge_maps)
+    groups = group_ops(sdg, {op_id: executed[stmt_name(op_id)] for op_id in sdg.ops})
+    rep = groups.rep_of
+    stmt_domains = {stmt_name(r): executed[stmt_name(r)] for r in groups.members}
 
-    frees: dict[str, TensorId] = {}
+    def internal(e: Edge) -> bool:
+        return rep[e.src.op_id] == rep[e.sink] and is_basis(e, sdg)
+
+    deps = isl.UnionMap.empty(context.get_space().params())
+    group_maps: dict[int, isl.UnionMap] = {}
+    for e in edges:
+        m = edge_maps[id(e)].intersect_range(isl.UnionSet.from_set(executed[stmt_name(e.sink)]))
+        if internal(e):
+            continue
+        m = _rename_tuples(m, stmt_name(rep[e.src.op_id]), stmt_name(rep[e.sink]))
+        group_maps[id(e)] = m
+        deps = deps.union(m)
+
+    frees: dict[str, list[TensorId]] = {}
+    after_group: dict[int, list[TensorId]] = {}
     free_deps = isl.UnionMap.empty(context.get_space().params())
     for tid in stored:
-        fname = free_name(tid)
-        src_dom = stmt_domains[stmt_name(tid.op_id)]
-        frees[fname] = tid
-        free_dom = src_dom.set_tuple_name(fname)
-        stmt_domains[fname] = free_dom
-        ident = isl.Map.identity(src_dom.get_space().map_from_set()).intersect_domain(src_dom)
-        ident = ident.set_tuple_name(isl.dim_type.out, fname)
-        free_deps = free_deps.union(isl.UnionMap.from_map(ident))
-        for e in sdg.readers(tid):
-            m = edge_maps[id(e)].reverse()
-            free_deps = free_deps.union(_rename_range(m, fname))
+        readers = sdg.readers(tid)
+        r = rep[tid.op_id]
+        if all(internal(e) for e in readers):
+            after_group.setdefault(r, []).append(tid)
+            continue
+        fname = free_name(TensorId(r, 0))
+        if fname not in frees:
+            frees[fname] = []
+            src_dom = stmt_domains[stmt_name(r)]
+            stmt_domains[fname] = src_dom.set_tuple_name(fname)
+            ident = isl.Map.identity(src_dom.get_space().map_from_set()).intersect_domain(src_dom)
+            ident = ident.set_tuple_name(isl.dim_type.out, fname)
+            free_deps = free_deps.union(isl.UnionMap.from_map(ident))
+        frees[fname].append(tid)
+        for e in readers:
+            if not internal(e):
+                free_deps = free_deps.union(_rename_range(group_maps[id(e)].reverse(), fname))
 
     domains = isl.UnionSet.empty(context.get_space().params())
     for s in stmt_domains.values():
         domains = domains.union(isl.UnionSet.from_set(s))
-    return IslProgram(params, context, domains, deps, free_deps, stmt_domains, frees)
+    return IslProgram(params, context, domains, deps, free_deps, stmt_domains, frees,
+                      groups.members, after_group)
 
 
 def bounds_by_name(bounds: dict[Symbol, int]) -> dict[str, int]:
     return {b.name: int(v) for b, v in bounds.items()}
+
+
+def _rename_tuples(m: isl.UnionMap, src: str, sink: str) -> isl.UnionMap:
+    out = isl.UnionMap.empty(m.get_space())
+    maps: list[isl.Map] = []
+    m.foreach_map(maps.append)
+    for bm in maps:
+        bm = bm.set_tuple_name(isl.dim_type.in_, src).set_tuple_name(isl.dim_type.out, sink)
+        out = out.union(isl.UnionMap.from_map(bm))
+    return out
 
 
 def _rename_range(m: isl.UnionMap, name: str) -> isl.UnionMap:

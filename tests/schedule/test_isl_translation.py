@@ -8,7 +8,7 @@ import islpy as isl
 from tempo.api import RecurrentTensor as RT
 from tempo.api import TempoContext
 from tempo.core.dtype import dtypes
-from tempo.schedule.isl_program import build_program, stmt_name
+from tempo.schedule.isl_program import build_program, edge_relation_str, stmt_name
 from tempo.schedule.tree import Free, walk
 
 
@@ -30,21 +30,20 @@ def test_domains_and_dependences_are_exact(cfg) -> None:
     ctx, x, s, y, T = _program(cfg)
     sdg = commit_recurrences.run(ctx.sdg.copy(), cfg)
     prog = build_program(sdg, {T: 5}, [])
-    sx, ss, sy = (stmt_name(r.tensor_id.op_id) for r in (x, s, y))
-    assert prog.stmt_domains[sx].count_val().to_python() == 5
-    # y[t] reads x[t:T]: exactly the pairs p >= t.
-    dep = prog.deps.extract_map(
-        isl.Space.create_from_names(isl.DEFAULT_CONTEXT, in_=["a"], out=["b"], params=["D0"])
-        .set_tuple_name(isl.dim_type.in_, sx).set_tuple_name(isl.dim_type.out, sy)
-    )
-    want = isl.Map(f"[D0] -> {{ {sx}[p] -> {sy}[t] : D0 = 5 and 0 <= t <= p < 5 }}")
-    assert dep.is_equal(want)
+    sx, sy = (stmt_name(r.tensor_id.op_id) for r in (x, y))
+    assert sum(len(m) for m in prog.groups.values()) == len(sdg.ops)
+    rep = {m: r for r, ms in prog.groups.items() for m in ms}
+    assert prog.stmt_domains[stmt_name(rep[x.tensor_id.op_id])].count_val().to_python() == 5
+    # y[t] reads x[t:T]: exactly the pairs p >= t (the edge relation, before grouping).
+    (e,) = [e for e in sdg.in_edges[y.tensor_id.op_id] if e.src.op_id != y.tensor_id.op_id]
+    dep = isl.Map(edge_relation_str(sdg, e, "[D0]")).intersect_params(prog.context)
+    want = isl.Map(f"[D0] -> {{ {sx}[p] -> S{e.sink}[t] : D0 = 5 and 0 <= t <= p < 5 }}")
+    assert e.src == x.tensor_id and dep.is_equal(want)
     # The recurrence's second branch holds only where t != 0 (first true branch wins).
     adds = [e for e in sdg.in_edges[s.tensor_id.op_id] if e.src.op_id != x.tensor_id.op_id]
     assert len(adds) == 1
     cond_set = isl.Set(f"[D0] -> {{ [d0] : 0 <= d0 < 5 and ({adds[0].cond.to_isl()}) }}")
     assert cond_set.is_equal(isl.Set("[D0] -> { [d0] : 1 <= d0 < 5 }"))
-    assert stmt_name(s.tensor_id.op_id) == ss
 
 
 def test_frees_follow_last_reader(cfg) -> None:
