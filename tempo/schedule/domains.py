@@ -47,10 +47,11 @@ def executed_domains(
             if not new.is_equal(executed[sink]):
                 executed[sink] = new
                 work.append(e.sink)
+    valid = dict(executed)
     _restrict_to_demand(sdg, executed, edge_maps)
     for op in sdg.topological():
         name = stmt_name(op.op_id)
-        bad = full[name].subtract(executed[name])
+        bad = full[name].subtract(valid[name])
         if bad.is_empty():
             continue
         side_effect = isinstance(op, ops.SinkUDFOp | ops.BarrierOp)
@@ -61,7 +62,7 @@ def executed_domains(
             if not img.is_empty():
                 needed = needed.union(isl.Set.from_union_set(img.domain()))
         clash = needed.intersect(bad)
-        if not clash.is_empty() or executed[name].is_empty():
+        if not clash.is_empty() or valid[name].is_empty():
             where = clash if not clash.is_empty() else bad
             _raise_outside(sdg, op, where, lambda e: _bad_reads(sdg, e, decl, context,
                                                                   full, executed, edge_maps))

@@ -3,15 +3,18 @@ at the same point execute together, in dependence order, as one statement. isl t
 tens of groups instead of hundreds of ops (its scheduler grows steeply with statements),
 and the generated code is unchanged: a group expands back into its ops.
 
-A merge is only allowed when it cannot close a same-point cycle through other groups
-(A → X → B with A, B grouped and X outside would make the group wait on itself)."""
+Two groups are joined only when no path that could come back to the same point leads
+from one to the other through a third (A → X → B with A, B joined and X outside would
+make the group wait on itself); `zero_distance_oracle` decides which paths could."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import islpy as isl
 
+from tempo.core.errors import ScheduleError
 from tempo.core.index_expr import Slice, Symbol
 from tempo.core.sdg import SDG, Edge
 
@@ -32,26 +35,59 @@ def is_basis(e: Edge, sdg: SDG) -> bool:
                for m, v in zip(e.expr, src.domain.variables))
 
 
-def _maybe_same_point(e: Edge, sdg: SDG) -> bool:
-    """Structural over-approximation: can the sink read the source at its own point?"""
-    sink = sdg.ops[e.sink]
-    for v, m in zip(sdg.ops[e.src.op_id].domain.variables, e.expr):
-        if not sink.domain.has_dim(v) or isinstance(m, Slice):
-            continue
-        if isinstance(m, Symbol):
-            if m.name != v.name:
-                return True
-            continue
-        lin = m - v
-        c = lin.try_eval() if hasattr(lin, "try_eval") else None
-        if isinstance(c, int) and c != 0:
-            return False  # a fixed shift in time: never the same point
-    return True
+INF = float("inf")
+
+
+def _distance(v: Symbol, m: object) -> tuple[float, float]:
+    """Interval of (sink - source) coordinate along `v` for a read member `m`."""
+    if isinstance(m, Symbol) and m.name == v.name:
+        return (0, 0)
+    if isinstance(m, Slice):
+        d_hi = _const(v - m.start)
+        d_lo = _const(v - m.stop + 1)
+        return (-INF if d_lo is None else d_lo, INF if d_hi is None else d_hi)
+    c = _const(v - m)  # type: ignore[operator]
+    return (c, c) if c is not None else (-INF, INF)
+
+
+def _const(e: object) -> int | None:
+    val = e.try_eval() if hasattr(e, "try_eval") else None
+    return val if isinstance(val, int) and not isinstance(val, bool) else None
+
+
+def zero_distance_oracle(
+    sdg: SDG,
+) -> tuple[Callable[[Edge], bool], Callable[[Edge], dict[str, tuple[float, float]]]]:
+    """Can a path through this edge return to its starting point? Per variable, if every
+    read in the program looks only backwards (or only forwards) along it, a path sums to
+    zero only over edges of distance 0; where directions mix, any edge may (conservative)."""
+    intervals: dict[int, dict[str, tuple[float, float]]] = {}
+    lows: dict[str, float] = {}
+    highs: dict[str, float] = {}
+    for es in sdg.in_edges.values():
+        for e in es:
+            sink = sdg.ops[e.sink]
+            iv = {}
+            for v, m in zip(sdg.ops[e.src.op_id].domain.variables, e.expr):
+                if sink.domain.has_dim(v):
+                    iv[v.name] = _distance(v, m)
+                    lows[v.name] = min(lows.get(v.name, INF), iv[v.name][0])
+                    highs[v.name] = max(highs.get(v.name, -INF), iv[v.name][1])
+            intervals[id(e)] = iv
+    monotone = {n for n in lows if lows[n] >= 0 or highs[n] <= 0}
+
+    def maybe_zero(e: Edge) -> bool:
+        for n, (lo, hi) in intervals[id(e)].items():
+            if n in monotone and not lo <= 0 <= hi:
+                return False
+        return True
+
+    return maybe_zero, lambda e: intervals[id(e)]
 
 
 def group_ops(sdg: SDG, executed: dict[int, isl.Set]) -> Groups:
     """Union ops along same-point basis edges between equal executed domains, as long as
-    no same-point path leaves the group and comes back."""
+    no path that may return to the same point leaves one side and reaches the other."""
     parent = {i: i for i in sdg.ops}
     executed = {i: d.set_tuple_name("P") for i, d in executed.items()}  # compare points only
 
@@ -61,12 +97,36 @@ def group_ops(sdg: SDG, executed: dict[int, isl.Set]) -> Groups:
             i = parent[i]
         return i
 
+    maybe_zero, interval_of = zero_distance_oracle(sdg)
     succ: dict[int, set[int]] = {i: set() for i in sdg.ops}
     for es in sdg.in_edges.values():
         for e in es:
-            if e.src.op_id != e.sink and _maybe_same_point(e, sdg):
+            if e.src.op_id != e.sink and maybe_zero(e):
                 succ[e.src.op_id].add(e.sink)
     gsucc: dict[int, set[int]] = {i: set(s) for i, s in succ.items()}
+    members: dict[int, list[int]] = {i: [i] for i in sdg.ops}
+    signs: dict[int, dict[str, set[str]]] = {i: {} for i in sdg.ops}
+
+    def joined_signs(a: int, b: int) -> dict[str, set[str]] | None:
+        """Directions of the group's reads of itself after joining a and b; None when
+        some variable would be read both forwards and backwards (no order exists)."""
+        out = {v: set(d) for v, d in signs[a].items()}
+        for v, d in signs[b].items():
+            out.setdefault(v, set()).update(d)
+        in_b = set(members[b])
+        in_a = set(members[a])
+        for m in members[a] + members[b]:
+            for e in sdg.in_edges[m]:
+                src = e.src.op_id
+                crosses = (m in in_a and src in in_b) or (m in in_b and src in in_a)
+                if not crosses or is_basis(e, sdg):
+                    continue
+                for v, (lo, hi) in interval_of(e).items():
+                    if lo < 0:
+                        out.setdefault(v, set()).add("-")
+                    if hi > 0:
+                        out.setdefault(v, set()).add("+")
+        return None if any(len(d) > 1 for d in out.values()) else out
 
     def reaches_avoiding_direct(a: int, b: int) -> bool:
         """Is there a path a ⇝ b (group reps) through at least one other group?"""
@@ -91,6 +151,11 @@ def group_ops(sdg: SDG, executed: dict[int, isl.Set]) -> Groups:
                 continue
             if a in gsucc[b] or reaches_avoiding_direct(a, b) or reaches_avoiding_direct(b, a):
                 continue
+            joined = joined_signs(a, b)
+            if joined is None:
+                continue
+            signs[a] = joined
+            members[a] += members.pop(b)
             parent[b] = a
             gsucc[a] = {find(x) for x in gsucc[a] | gsucc.pop(b)} - {a}
             for x in gsucc:
@@ -101,20 +166,21 @@ def group_ops(sdg: SDG, executed: dict[int, isl.Set]) -> Groups:
     for i in sorted(sdg.ops):
         by_rep.setdefault(find(i), []).append(i)
     for rep, ms in by_rep.items():
-        groups.members[rep] = _order(sdg, ms)
+        groups.members[rep] = sorted(ms)
         for m in ms:
             groups.rep_of[m] = rep
     return groups
 
 
-def _order(sdg: SDG, members: list[int]) -> list[int]:
-    """Members in dependence order along their same-point internal edges (Kahn)."""
+def order_members(sdg: SDG, members: list[int], same_point: Callable[[Edge], bool]) -> list[int]:
+    """Members in dependence order along the internal edges that can read a member at the
+    group's own point (basis reads, and slices or clamps that include it): Kahn's order."""
     inside = set(members)
     indeg = {m: 0 for m in members}
     outs: dict[int, list[int]] = {m: [] for m in members}
     for m in members:
         for e in sdg.in_edges[m]:
-            if e.src.op_id in inside and e.src.op_id != m and is_basis(e, sdg):
+            if e.src.op_id in inside and e.src.op_id != m and same_point(e):
                 indeg[m] += 1
                 outs[e.src.op_id].append(m)
     ready = sorted(m for m in members if indeg[m] == 0)
@@ -127,6 +193,10 @@ def _order(sdg: SDG, members: list[int]) -> list[int]:
             if indeg[s] == 0:
                 ready.append(s)
         ready.sort()
-    if len(order) != len(members):  # a same-point cycle inside: let isl report it
-        return sorted(members)
+    if len(order) != len(members):
+        stuck = [sdg.ops[m] for m in members if indeg[m] > 0]
+        names = ", ".join(f"{op!r} ({op.site})" for op in stuck)
+        raise ScheduleError(
+            f"no schedule orders these ops: they depend on each other at the same point: {names}"
+        )
     return order

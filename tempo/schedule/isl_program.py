@@ -15,7 +15,7 @@ from tempo.core.errors import IndexExprError
 from tempo.core.index_expr import Slice, Symbol
 from tempo.core.sdg import SDG, Edge, TensorId
 from tempo.schedule.domains import executed_domains
-from tempo.schedule.grouping import group_ops, is_basis
+from tempo.schedule.grouping import group_ops, is_basis, order_members
 
 SRC_SUFFIX = "__s"
 
@@ -130,13 +130,24 @@ def build_program(sdg: SDG, bounds: dict[Symbol, int], stored: list[TensorId]) -
 
     deps = isl.UnionMap.empty(context.get_space().params())
     group_maps: dict[int, isl.UnionMap] = {}
+    same_point: set[int] = set()  # internal edges that read the group's own point
     for e in edges:
         m = edge_maps[id(e)].intersect_range(isl.UnionSet.from_set(executed[stmt_name(e.sink)]))
         if internal(e):
+            same_point.add(id(e))
             continue
-        m = _rename_tuples(m, stmt_name(rep[e.src.op_id]), stmt_name(rep[e.sink]))
+        g_src, g_sink = rep[e.src.op_id], rep[e.sink]
+        m = _rename_tuples(m, stmt_name(g_src), stmt_name(g_sink))
+        if g_src == g_sink:
+            # The same-point part is ordered inside the group; isl sees the rest.
+            ident = isl.UnionSet.from_set(stmt_domains[stmt_name(g_src)]).identity()
+            if not m.intersect(ident).is_empty():
+                same_point.add(id(e))
+            m = m.subtract(ident)
         group_maps[id(e)] = m
         deps = deps.union(m)
+    for r, ms in groups.members.items():
+        groups.members[r] = order_members(sdg, ms, lambda e: id(e) in same_point)
 
     frees: dict[str, list[TensorId]] = {}
     after_group: dict[int, list[TensorId]] = {}
