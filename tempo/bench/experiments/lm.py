@@ -16,7 +16,7 @@ def _tempo(name: str = "tempo", why: str = TEMPO_LM) -> System:
 
 
 GPT2_SYSTEMS = [
-    _tempo(),
+    System("tempo", "tempo.bench.systems.gpt2_tempo:make_tempo"),
     System("torch", G + "gpt2_torch:make_optimized"),
     System("torchnaive", G + "gpt2_torch:make_naive"),
     System("jax", G + "gpt2_jax:make_jax", requires=("jax",)),
