@@ -56,3 +56,10 @@ def close(a: torch.Tensor, b: torch.Tensor, atol: float = 1e-5) -> None:
     assert a.shape == b.shape, (a.shape, b.shape)
     assert a.dtype == b.dtype, (a.dtype, b.dtype)
     torch.testing.assert_close(a, b, atol=atol, rtol=1e-5)
+
+
+def owned(v: Any) -> torch.Tensor:
+    """A sink's backend tensor (torch, jax or numpy) as an owned torch tensor."""
+    if isinstance(v, torch.Tensor):
+        return v.clone()
+    return torch.from_dlpack(v).clone()

@@ -7,7 +7,7 @@ import dataclasses
 
 import numpy as np
 import torch
-from programs import close, run
+from programs import close, owned, run
 
 from tempo.api import RecurrentTensor as RT
 from tempo.api import TempoContext
@@ -133,7 +133,7 @@ def test_gc_on_frees_and_results_match(cfg) -> None:
         s = RT.placeholder((), dtypes.float32, domain=(t,))
         s[0] = x
         s[True] = s[t - 1] + x
-        (s * 2.0)[0:T].sink_udf(lambda v: got.append(v.clone()))
+        (s * 2.0)[0:T].sink_udf(lambda v: got.append(owned(v)))
     exe = ctx.compile({T: 6})
     exe.execute()
     close(got[0], torch.cumsum(torch.arange(6.0), 0) * 2)
@@ -230,7 +230,7 @@ def test_dedup_removes_a_duplicated_forward_pass(cfg) -> None:
         x = RT.from_symbol(t).cast(dtypes.float32).expand((3,))
         act = (W @ x).tanh()
         learn = (W @ x).tanh()
-        (act + learn).sink_udf(lambda v: outs.append(v.clone()))
+        (act + learn).sink_udf(lambda v: outs.append(owned(v)))
     exe = ctx.compile({T: 3})
     exe.execute()
     names = [type(op).__name__ for op in exe.sdg.ops.values()]

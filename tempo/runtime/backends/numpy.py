@@ -103,6 +103,10 @@ class NumpyBackend:
     def from_numpy(self, a: Any, dt: DataType) -> np.ndarray:
         return np.array(a, dtype=self.dtype(dt))
 
+    def alloc_block(self, n: int, shape: tuple[int, ...], dt: DataType) -> np.ndarray:
+        """An uninitialised (n, *shape) buffer that a block store fills slot by slot."""
+        return np.empty((n, *shape), dtype=self.dtype(dt))
+
     def stack(self, xs: list[Any]) -> np.ndarray:
         return np.stack(xs)
 
