@@ -8,11 +8,12 @@ installs, and every runner still gets `--help`.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
 
-from tempo.bench.launcher import run_grid
+from tempo.bench.launcher import Outcome, run_grid
 from tempo.bench.plots import plot_experiment
 from tempo.bench.registry import Experiment, load_all, resolve
 from tempo.bench.report import write_report
@@ -22,13 +23,12 @@ ORDER = ("gpt2_tpt", "gpt2_block_size", "gpt2_mem", "llama_tpt", "llama_compile"
 
 
 def _dirs(args: argparse.Namespace) -> tuple[Path, Path]:
-    """Results root and plots dir: `results/` + `plots/` (full) or `results/quick` +
-    `plots/quick` (--quick) by default; a custom --results keeps its plots in DIR/plots."""
-    if args.results:
-        root = Path(args.results)
-        return root, root / "plots"
-    sub = "quick" if args.quick else ""
-    return Path("results") / sub, Path("plots") / sub
+    """Results root and its plots dir: `results/` (full) or `results/quick` (--quick) by
+    default, or DIR with --results; plots always go to ROOT/plots, so every output of a run
+    stays under its results root."""
+    root = Path(args.results) if args.results else Path("results") / (
+        "quick" if args.quick else "")
+    return root, root / "plots"
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -76,19 +76,35 @@ def _list() -> None:
             print(f"    {s.name:14s} {'MISSING: ' + why if why else s.target}")
 
 
+def _summary(name: str, n: int, outs: list[Outcome], t0: float,
+             load0: tuple[float, float, float]) -> None:
+    counts: dict[str, int] = {}
+    for o in outs:
+        counts[o.status] = counts.get(o.status, 0) + 1
+    load1 = os.getloadavg()
+    print(f"[{name}] {n} points in {time.perf_counter() - t0:.1f}s (load avg 1/5/15 min "
+          f"{load0[0]:.2f}/{load0[1]:.2f}/{load0[2]:.2f} -> {load1[0]:.2f}/{load1[1]:.2f}/"
+          f"{load1[2]:.2f}): " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())),
+          file=sys.stderr)
+
+
 def run_experiments(exps: list[Experiment], root: Path, plots: Path, quick: bool,
                     systems: set[str] | None) -> list[Path]:
     """Run grids, then plot; returns the plot paths."""
     made: list[Path] = []
+    if quick:  # one process per system across all experiments: imports are paid once
+        pts = [p for e in exps for p in e.grid(quick)
+               if systems is None or p.system.name in systems]
+        t0, load0 = time.perf_counter(), os.getloadavg()
+        outs = run_grid(pts, root, quick, max(e.timeout_s for e in exps), desc="quick",
+                        group=True)
+        _summary("quick suite", len(pts), outs, t0, load0)
+        return [p for e in exps for p in plot_experiment(e, root, plots, quick)]
     for e in exps:
         pts = [p for p in e.grid(quick) if systems is None or p.system.name in systems]
-        t0 = time.perf_counter()
+        t0, load0 = time.perf_counter(), os.getloadavg()
         outs = run_grid(pts, root, quick, e.timeout_s, desc=e.name)
-        counts: dict[str, int] = {}
-        for o in outs:
-            counts[o.status] = counts.get(o.status, 0) + 1
-        print(f"[{e.name}] {len(pts)} points in {time.perf_counter() - t0:.1f}s: "
-              + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())), file=sys.stderr)
+        _summary(e.name, len(pts), outs, t0, load0)
         made += plot_experiment(e, root, plots, quick)
     return made
 

@@ -50,27 +50,28 @@ def child_env() -> dict[str, str]:
     return env
 
 
-def run_point(point: Point, results_root: Path, quick: bool, timeout_s: float) -> Outcome:
-    """Launch one point in its own process; on timeout kill its process group."""
-    out = results_root / point.rel_dir
-    spec = {
+def _spec(point: Point, results_root: Path, quick: bool) -> dict[str, object]:
+    out = (results_root / point.rel_dir).resolve()
+    return {
         "name": out.name, "system": point.system.name, "kind": point.system.kind,
         "target": point.system.target,
-        "cfg": {**point.cfg, "results_root": str(results_root)}, "out_dir": str(out),
+        "cfg": {**point.cfg, "results_root": str(results_root.resolve())}, "out_dir": str(out),
         "quick": quick,
     }
+
+
+def _launch(spec: dict[str, object], log_path: Path, timeout_s: float
+            ) -> tuple[int | None, int]:
+    """Run the worker on `spec`; returns (exit code or None on timeout, pid)."""
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
         json.dump(spec, f)
         spec_path = f.name
-    t0 = time.perf_counter()
-    log = open(out.parent / f".{out.name}.log", "w") if out.parent.exists() else subprocess.DEVNULL
+    log = open(log_path, "w") if log_path.parent.exists() else subprocess.DEVNULL
     proc = subprocess.Popen([sys.executable, "-m", "tempo.bench.worker", spec_path],
                             env=child_env(), stdout=log, stderr=subprocess.STDOUT,
                             start_new_session=True)
     try:
-        rc = proc.wait(timeout=timeout_s)
-        status = "ran" if rc == 0 else "failed"
-        note = "" if rc == 0 else f"exit code {rc}"
+        return proc.wait(timeout=timeout_s), proc.pid
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGTERM)
         try:
@@ -78,37 +79,144 @@ def run_point(point: Point, results_root: Path, quick: bool, timeout_s: float) -
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "timed_out.txt").write_text(
-            f"timed out after {timeout_s / 60:.1f} min; pid {proc.pid}; name {out.name}; "
-            f"device cpu; started {time.ctime(time.time() - timeout_s)}\n")
-        (out / "error.txt").write_text(f"timed out after {timeout_s:.0f} s\n")
-        status, note = "timeout", f"{timeout_s:.0f}s"
+        return None, proc.pid
     finally:
         if log is not subprocess.DEVNULL:
             log.close()
         os.unlink(spec_path)
+
+
+def _timed_out(out: Path, timeout_s: float, pid: int) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "timed_out.txt").write_text(
+        f"timed out after {timeout_s / 60:.1f} min; pid {pid}; name {out.name}; "
+        f"device cpu; started {time.ctime(time.time() - timeout_s)}\n")
+    (out / "error.txt").write_text(f"timed out after {timeout_s:.0f} s\n")
+
+
+def run_point(point: Point, results_root: Path, quick: bool, timeout_s: float) -> Outcome:
+    """Launch one point in its own process; on timeout kill its process group."""
+    out = results_root / point.rel_dir
+    t0 = time.perf_counter()
+    rc, pid = _launch(_spec(point, results_root, quick), out.parent / f".{out.name}.log",
+                      timeout_s)
+    if rc is None:
+        _timed_out(out, timeout_s, pid)
+        status, note = "timeout", f"{timeout_s:.0f}s"
+    else:
+        status = "ran" if rc == 0 else "failed"
+        note = "" if rc == 0 else f"exit code {rc}"
     if status == "failed" and not (out / "error.txt").exists():
         out.mkdir(parents=True, exist_ok=True)
         (out / "error.txt").write_text(f"worker exited with {note} before writing results\n")
     return Outcome(point, status, time.perf_counter() - t0, note)
 
 
-def run_grid(points: list[Point], results_root: Path, quick: bool, timeout_s: float,
-             desc: str) -> list[Outcome]:
-    """Run every point of a grid sequentially, honouring skip-if-exists."""
-    outcomes: list[Outcome] = []
-    bar = tqdm(points, desc=desc, unit="pt", file=sys.stderr, dynamic_ncols=True)
-    for p in bar:
+def _collect(points: list[Point], results_root: Path, rc: int | None, pid: int,
+             timeout_s: float, per: float) -> list[Outcome]:
+    """Outcome of each point of a finished group process (writes the missing error files)."""
+    outs: list[Outcome] = []
+    for p in points:
         out = results_root / p.rel_dir
-        bar.set_postfix_str(out.name[:48])
-        if out.exists():
+        if (out / "summary_results.json").exists():
+            outs.append(Outcome(p, "ran", per))
+        elif (out / "error.txt").exists():
+            outs.append(Outcome(p, "failed", per, "error.txt"))
+        elif rc is None:
+            _timed_out(out, timeout_s, pid)
+            outs.append(Outcome(p, "timeout", per, f"{timeout_s:.0f}s"))
+        else:
+            out.mkdir(parents=True, exist_ok=True)
+            (out / "error.txt").write_text(f"worker exited with code {rc} before writing "
+                                           "this point's results\n")
+            outs.append(Outcome(p, "failed", per, f"exit code {rc}"))
+    return outs
+
+
+# Modules the `--quick` fork server imports once (never JAX: it must not be imported before a
+# fork). Children forked from it are still one process per system.
+PRELOAD = ("numpy", "torch", "tempo.bench.worker", "tempo.api", "tempo.bench.baselines.gpt2_torch",
+           "tempo.bench.baselines.llama_torch", "tempo.bench.baselines.llama_hf",
+           "tempo.bench.baselines.ppo_cleanrl", "tempo.bench.systems.gpt2_tempo",
+           "tempo.memsave.bench", "tempo.memsave.probe",
+           "transformers.models.llama.modeling_llama", "transformers.models.bert.modeling_bert")
+
+
+def _group_child(specs: list[dict[str, object]], log_path: str) -> None:
+    """Body of one forked system process: output to its log, own session, run the points."""
+    from tempo.bench.worker import run_batch
+
+    os.setsid()
+    fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    sys.exit(run_batch(specs))  # type: ignore[arg-type]
+
+
+class ForkServer:
+    """A `multiprocessing` fork server that imported torch/transformers/Tempo once; each system
+    group is a fresh process forked from it (the `--quick` suite's import-once path)."""
+
+    def __init__(self) -> None:
+        import multiprocessing as mp
+
+        os.environ.update(child_env())  # inherited by the server and every forked child
+        self.ctx = mp.get_context("forkserver")
+        self.ctx.set_forkserver_preload(list(PRELOAD))
+
+    def run(self, points: list[Point], results_root: Path, quick: bool, timeout_s: float
+            ) -> list[Outcome]:
+        specs = [_spec(p, results_root, quick) for p in points]
+        log = results_root / points[0].rel_dir
+        log = log.parent / f".{points[0].system.name}-batch.log"
+        t0 = time.perf_counter()
+        proc = self.ctx.Process(target=_group_child, args=(specs, str(log)))
+        proc.start()
+        proc.join(timeout_s)
+        rc: int | None = proc.exitcode
+        if proc.is_alive() and proc.pid is not None:
+            os.killpg(proc.pid, signal.SIGTERM)
+            proc.join(10)
+            if proc.is_alive():
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.join()
+            rc = None
+        return _collect(points, results_root, rc, proc.pid or 0, timeout_s,
+                        (time.perf_counter() - t0) / len(points))
+
+
+def run_grid(points: list[Point], results_root: Path, quick: bool, timeout_s: float,
+             desc: str, group: bool = False) -> list[Outcome]:
+    """Run every point of a grid sequentially, honouring skip-if-exists. With `group`
+    (the `--quick` suite), the pending points of each system share one process."""
+    outcomes: list[Outcome] = []
+    pending: list[Point] = []
+    for p in points:
+        if (results_root / p.rel_dir).exists():
             outcomes.append(Outcome(p, "skipped", note="results exist"))
             continue
         reason = p.system.missing_reason(p.cfg)
         if reason:
             outcomes.append(Outcome(p, "missing", note=reason))
             continue
-        out.parent.mkdir(parents=True, exist_ok=True)
+        pending.append(p)
+    for p in pending:
+        (results_root / p.rel_dir).parent.mkdir(parents=True, exist_ok=True)
+    if group:
+        groups: dict[tuple[str, str, str | None], list[Point]] = {}
+        for p in pending:
+            groups.setdefault((p.system.kind, p.system.name, p.system.target), []).append(p)
+        bar = tqdm(total=len(pending), desc=desc, unit="pt", file=sys.stderr,
+                   dynamic_ncols=True)
+        server = ForkServer()
+        for (_, name, _), pts in groups.items():
+            bar.set_postfix_str(f"{name} x{len(pts)}")
+            outcomes += server.run(pts, results_root, quick, timeout_s * len(pts))
+            bar.update(len(pts))
+        bar.close()
+        return outcomes
+    bar = tqdm(pending, desc=desc, unit="pt", file=sys.stderr, dynamic_ncols=True)
+    for p in bar:
+        bar.set_postfix_str((results_root / p.rel_dir).name[:48])
         outcomes.append(run_point(p, results_root, quick, timeout_s))
     return outcomes

@@ -7,6 +7,7 @@ exception is written to `error.txt` (message + traceback) as §1.2 prescribes.
 
 from __future__ import annotations
 
+import gc
 import importlib
 import json
 import math
@@ -17,7 +18,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from tempo.bench.memory import DeviceMemoryAccountant, current_rss, peak_rss
+from tempo.bench.memory import DeviceMemoryAccountant, current_rss, peak_rss, reset_peak_rss
 from tempo.bench.monitor import Monitor
 from tempo.bench.timing import StatsLogger, TimingPolicy, time_decoder, write_config
 
@@ -90,18 +91,31 @@ def _run_rl(fn: Any, cfg: dict[str, Any], out: Path, quick: bool,
     return res
 
 
+def _import_target(target: str) -> Any:
+    mod_name, fn_name = target.split(":")
+    return getattr(importlib.import_module(mod_name), fn_name)
+
+
 def run_spec(spec: dict[str, Any]) -> int:
-    """Run one point; returns the process exit code."""
-    out = Path(spec["out_dir"])
+    """Run one point; returns the process exit code (0 ok, 1 on an exception).
+
+    The process works inside the point's directory, so relative paths a system writes (e.g. a
+    compiler's run folder) land under the results root. Peak RSS is VmHWM reset after the
+    imports, minus the RSS at that moment (so several points can share one process)."""
+    out = Path(spec["out_dir"]).resolve()
     out.mkdir(parents=True, exist_ok=True)
     signal.signal(signal.SIGTERM, _on_signal(out))
     signal.signal(signal.SIGINT, _on_signal(out))
+    cwd = os.getcwd()
     try:
-        mod_name, fn_name = spec["target"].split(":")
-        fn = getattr(importlib.import_module(mod_name), fn_name)
+        fn = _import_target(spec["target"])
         _limit_threads()
+        os.chdir(out)
         cfg = dict(spec["cfg"])
+        gc.collect()
+        reset = reset_peak_rss()
         rss0 = current_rss()
+        load0 = os.getloadavg()[0]
         acct = DeviceMemoryAccountant(cap_bytes=cfg.get("cap_bytes"))
         kind, quick = spec["kind"], bool(spec["quick"])
         if kind == "decode":
@@ -113,8 +127,11 @@ def run_spec(spec: dict[str, Any]) -> int:
         res.update({
             "name": spec["name"], "system": spec["system"],
             "rss_after_imports_bytes": rss0, "peak_rss_bytes": peak_rss() - rss0,
+            "peak_rss_source": "VmHWM reset after imports" if reset else "ru_maxrss",
             "peak_device_bytes": acct.peak, "device_cap_bytes": acct.cap_bytes,
-            "threads": THREADS,
+            "threads": THREADS, "loadavg_1min_start": load0,
+            "loadavg_1min_end": os.getloadavg()[0],
+            "points_in_process": int(spec.get("points_in_process", 1)),
         })
         with open(out / "summary_results.json", "w") as f:
             json.dump({k: _round(v) for k, v in res.items()}, f, indent=1, default=str)
@@ -123,6 +140,19 @@ def run_spec(spec: dict[str, Any]) -> int:
         msg = f"Exception: {type(e).__name__}: {e}\n\n{traceback.format_exc()}"
         (out / "error.txt").write_text(msg)
         return 1
+    finally:
+        os.chdir(cwd)
+
+
+def run_batch(specs: list[dict[str, Any]]) -> int:
+    """`--quick` only: several points of one system in one process (imports paid once). Each
+    point still gets its own directory, accountant, monitor and RSS peak; a failing point
+    writes its `error.txt` and the next one runs. Exit code: number of failed points."""
+    failed = 0
+    for spec in specs:
+        failed += run_spec({**spec, "points_in_process": len(specs)})
+        gc.collect()
+    return min(failed, 100)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -132,7 +162,8 @@ def main(argv: list[str] | None = None) -> int:
         print(main.__doc__)
         return 0
     with open(args[0]) as f:
-        return run_spec(json.load(f))
+        spec = json.load(f)
+    return run_batch(spec["batch"]) if "batch" in spec else run_spec(spec)
 
 
 if __name__ == "__main__":

@@ -34,7 +34,7 @@ VARIANTS: list[tuple[str, tuple[str, ...], str]] = [
 FULL = dict(
     hidden=768, heads=12, seq=128, layers=2, batch=8, cap_mib=512.0, repeats=3, max_batch=128
 )
-QUICK = dict(hidden=64, heads=4, seq=32, layers=2, batch=4, cap_mib=32.0, repeats=2, max_batch=8)
+QUICK = dict(hidden=32, heads=2, seq=16, layers=2, batch=2, cap_mib=32.0, repeats=3, max_batch=8)
 
 
 def max_grad_diff(cfg: dict[str, Any], techniques: tuple[str, ...], mask_format: str) -> float:
@@ -55,6 +55,23 @@ def max_grad_diff(cfg: dict[str, Any], techniques: tuple[str, ...], mask_format:
         for a, b in zip(base.parameters(), conv.parameters())
         if a.grad is not None
     )
+
+
+def inprocess_step_time(cfg: dict[str, Any], techniques: tuple[str, ...], fmt: str) -> float:
+    """Median time of one training step in this process (one warm-up step first)."""
+    import statistics
+
+    from tempo.memsave.probe import build_bert, inputs, train_step
+
+    model = build_bert(cfg["hidden"], cfg["heads"], cfg["layers"], techniques, fmt)
+    ids = inputs(cfg["batch"], cfg["seq"])
+    train_step(model, ids)
+    times = []
+    for _ in range(cfg["repeats"]):
+        t0 = time.perf_counter()
+        train_step(model, ids)
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
 
 
 def _plot(rows: list[dict[str, Any]], results_dir: str) -> list[str]:
@@ -104,14 +121,19 @@ def run_e8(results_dir: str, quick: bool = False) -> dict:
     rows: list[dict[str, Any]] = []
     shape = LayerShape(1, cfg["seq"], cfg["hidden"], cfg["heads"], 4 * cfg["hidden"])
     for name, techniques, fmt in tqdm(VARIANTS, desc="E8 memsave", unit="variant"):
-        row: dict[str, Any] = {"variant": name, "mask_format": fmt, **cfg}
+        row: dict[str, Any] = {"variant": name, "mask_format": fmt}
+        row.update({k: v for k, v in cfg.items() if k != "max_batch"})
+        row["max_batch_limit"] = cfg["max_batch"]
         row["saved_bytes_per_layer"] = layer_saved_bytes(
             cfg["hidden"], cfg["heads"], cfg["seq"], techniques, fmt
         )
         row["closed_form_bytes_per_layer"] = layer_bytes(shape, techniques, fmt)
         row["max_grad_diff"] = max_grad_diff(cfg, techniques, fmt)
-        if quick and name not in ("baseline", "all-bit"):
-            rows.append(row)  # --quick: subprocess measurements only for the two extremes
+        if quick:  # --quick: seconds; no subprocess, no max-batch search, no peak RSS
+            if name in ("baseline", "all-bit"):
+                row["step_s_median"] = inprocess_step_time(cfg, techniques, fmt)
+                row["step_time_source"] = "in-process (--quick), not a fresh subprocess"
+            rows.append(row)
             continue
         probe = run_probe(
             mode="all",

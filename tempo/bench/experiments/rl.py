@@ -76,7 +76,7 @@ register(Experiment(
 
 # ---- E6: large observations ---------------------------------------------------------------------
 def _e6_grid(quick: bool) -> list[Point]:
-    sizes = [8, 128] if quick else [8, 16, 32, 64, 96, 128]
+    sizes = [8, 32] if quick else [8, 16, 32, 64, 96, 128]
     its = 3 if quick else 5
     cfgs = [dict(num_layers=2, params_per_layer=64, ep_len=32 if quick else 128, num_envs=16,
                  obs_shape=[3, s, s], iterations=its, cap_bytes=256 * MIB) for s in sizes]
