@@ -32,8 +32,12 @@ class Executor(abc.ABC):
     def get_spatial_tensor(self, tensor_id: TensorId, index: tuple = ()) -> Any: ...
 
     def get_spatial_tensor_torch(self, tensor_id: TensorId, index: tuple = ()) -> torch.Tensor:
+        """The stored value as a torch tensor (through DLPack for jax and numpy)."""
         x = self.get_spatial_tensor(tensor_id, index)
-        return x if isinstance(x, torch.Tensor) else torch.from_dlpack(x)
+        if isinstance(x, torch.Tensor):
+            return x
+        to_torch = getattr(getattr(self, "backend", None), "to_torch", None)
+        return to_torch(x) if to_torch is not None else torch.from_dlpack(x)
 
     def shutdown(self) -> None:
         """Release stored tensors."""
@@ -56,7 +60,8 @@ class PythonExecutor(Executor):
         self.cfg = cfg
         self.bounds = bounds
         be_cls = DLBackend.get_backend(cfg.backend)
-        self.backend = be_cls(dev=cfg.dev, seed=cfg.seed)
+        make = getattr(be_cls, "from_config", None)
+        self.backend = make(cfg) if make is not None else be_cls(dev=cfg.dev, seed=cfg.seed)
         self.accountant = MemoryAccountant(cfg.device_memory_cap_bytes, self._describe)
         tracked = cfg.device_memory_cap_bytes is not None or cfg.executor_debug_mode
         self.stores: dict[TensorId, Any] = {}
