@@ -115,6 +115,7 @@ def main(argv: list[str] | None = None) -> int:
         _list()
         return 0
     root, plots = _dirs(args)
+    t0, load0 = time.perf_counter(), os.getloadavg()
     exps = [resolve(n) for n in args.exps]
     systems = set(args.systems.split(",")) if args.systems else None
     if getattr(args, "report_only", False):
@@ -122,5 +123,8 @@ def main(argv: list[str] | None = None) -> int:
     else:
         made = run_experiments(exps, root, plots, args.quick, systems)
     rep = write_report(root, [resolve(n) for n in ORDER], args.quick)
-    print(f"plots: {len(made)} in {plots}; report: {rep}", file=sys.stderr)
+    load1 = os.getloadavg()
+    print(f"plots: {len(made)} in {plots}; report: {rep}; wall {time.perf_counter() - t0:.0f} s"
+          f" (load avg 1/5/15 min {load0[0]:.2f}/{load0[1]:.2f}/{load0[2]:.2f} at start, "
+          f"{load1[0]:.2f}/{load1[1]:.2f}/{load1[2]:.2f} at end)", file=sys.stderr)
     return 0

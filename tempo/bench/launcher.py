@@ -154,8 +154,10 @@ def _group_child(specs: list[dict[str, object]], log_path: str) -> None:
 
 
 class ForkServer:
-    """A `multiprocessing` fork server that imported torch/transformers/Tempo once; each system
-    group is a fresh process forked from it (the `--quick` suite's import-once path)."""
+    """A `multiprocessing` fork server that imported torch/transformers/Tempo once (and ran
+    nothing). Each point (full grids) or each system's points (`--quick`) run in a fresh
+    process forked from it, so no point pays the imports; JAX, Ray and rl_games are imported
+    by the child that needs them."""
 
     def __init__(self) -> None:
         import multiprocessing as mp
@@ -167,8 +169,9 @@ class ForkServer:
     def run(self, points: list[Point], results_root: Path, quick: bool, timeout_s: float
             ) -> list[Outcome]:
         specs = [_spec(p, results_root, quick) for p in points]
-        log = results_root / points[0].rel_dir
-        log = log.parent / f".{points[0].system.name}-batch.log"
+        first = results_root / points[0].rel_dir
+        log = first.parent / (f".{points[0].system.name}-batch.log" if len(points) > 1
+                              else f".{first.name}.log")
         t0 = time.perf_counter()
         proc = self.ctx.Process(target=_group_child, args=(specs, str(log)))
         proc.start()
@@ -186,9 +189,11 @@ class ForkServer:
 
 
 def run_grid(points: list[Point], results_root: Path, quick: bool, timeout_s: float,
-             desc: str, group: bool = False) -> list[Outcome]:
-    """Run every point of a grid sequentially, honouring skip-if-exists. With `group`
-    (the `--quick` suite), the pending points of each system share one process."""
+             desc: str, group: bool = False, fork: bool = True) -> list[Outcome]:
+    """Run every point of a grid sequentially, honouring skip-if-exists. Each point runs in
+    its own process forked from the preloaded fork server (`fork=False`: a fresh interpreter
+    per point, paying the imports each time). With `group` (the `--quick` suite), the pending
+    points of each system share one forked process."""
     outcomes: list[Outcome] = []
     pending: list[Point] = []
     for p in points:
@@ -216,7 +221,11 @@ def run_grid(points: list[Point], results_root: Path, quick: bool, timeout_s: fl
         bar.close()
         return outcomes
     bar = tqdm(pending, desc=desc, unit="pt", file=sys.stderr, dynamic_ncols=True)
+    server = ForkServer() if fork and pending else None
     for p in bar:
         bar.set_postfix_str((results_root / p.rel_dir).name[:48])
-        outcomes.append(run_point(p, results_root, quick, timeout_s))
+        if server is not None:
+            outcomes += server.run([p], results_root, quick, timeout_s)
+        else:
+            outcomes.append(run_point(p, results_root, quick, timeout_s))
     return outcomes
