@@ -18,6 +18,7 @@ from tempo.core import ops
 from tempo.core.dl_backend import DLBackend
 from tempo.core.dtype import DataType
 from tempo.core.errors import BackendError
+from tempo.runtime.backends import common as c
 
 Kernel = Callable[..., Any]
 Factory = Callable[[Any, "TorchBackend"], Kernel]
@@ -175,23 +176,13 @@ def _ident(op: ops.Op, be: TorchBackend) -> Kernel:
     return lambda x: x
 
 
-def _dynamic_shape(shape: Any) -> Callable[..., tuple[int, ...]]:
-    dims = list(shape)
-
-    def resolve(*sym: int) -> tuple[int, ...]:
-        it = iter(sym)
-        return tuple(d if isinstance(d, int) else next(it) for d in dims)
-
-    return resolve
-
-
 def _reshape(op: ops.ReshapeOp, be: TorchBackend) -> Kernel:
-    resolve = _dynamic_shape(op.shape)
+    resolve = c.dynamic_shape(op.shape)
     return lambda x, *sym: torch.reshape(x, resolve(*sym))
 
 
 def _expand(op: ops.ExpandOp, be: TorchBackend) -> Kernel:
-    resolve = _dynamic_shape(op.shape)
+    resolve = c.dynamic_shape(op.shape)
     return lambda x, *sym: x.expand(resolve(*sym))
 
 
@@ -204,19 +195,6 @@ def _slice(op: ops.SliceOp, be: TorchBackend) -> Kernel:
     if isinstance(length, int):
         return lambda x, s: torch.narrow(x, dim, s, length)
     return lambda x, s, n: torch.narrow(x, dim, s, n)
-
-
-def _pad_index(n: int, before: int, after: int, mode: str) -> list[int]:
-    """Source positions of a padded dim for the index-based modes (reflect, replicate)."""
-    out = []
-    for i in range(-before, n + after):
-        if mode == "replicate":
-            out.append(min(max(i, 0), n - 1))
-        else:  # reflect (no edge repeat), folded for pads longer than n - 1
-            period = 2 * (n - 1) if n > 1 else 1
-            j = abs(i) % period if n > 1 else 0
-            out.append(period - j if j >= n else j)
-    return out
 
 
 def _pad(op: ops.PadOp, be: TorchBackend) -> Kernel:
@@ -232,8 +210,8 @@ def _pad(op: ops.PadOp, be: TorchBackend) -> Kernel:
     def pad_index(x: torch.Tensor) -> torch.Tensor:
         for d, (before, after) in enumerate(op.padding):
             if before or after:
-                idx = _pad_index(x.shape[d], before, after, op.mode)
-                x = torch.index_select(x, d, torch.tensor(idx, device=x.device))
+                idx = c.pad_index(x.shape[d], before, after, op.mode)
+                x = torch.index_select(x, d, torch.from_numpy(idx).to(x.device))
         return x
 
     return pad_index
