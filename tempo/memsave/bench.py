@@ -32,7 +32,7 @@ VARIANTS: list[tuple[str, tuple[str, ...], str]] = [
 ]
 
 FULL = dict(
-    hidden=768, heads=12, seq=128, layers=2, batch=8, cap_mib=512.0, repeats=3, max_batch=128
+    hidden=768, heads=12, seq=128, layers=2, batch=4, cap_mib=256.0, repeats=3, max_batch=64
 )
 QUICK = dict(hidden=32, heads=2, seq=16, layers=2, batch=2, cap_mib=32.0, repeats=3, max_batch=8)
 
