@@ -24,9 +24,10 @@ Kernel = Callable[..., Any]
 Factory = Callable[[Any, "TorchBackend"], Kernel]
 
 _DTYPES: dict[str, torch.dtype] = {
-    "bool": torch.bool, "char": torch.int8, "uint8": torch.uint8, "short": torch.int16,
-    "uint16": torch.uint16, "int": torch.int32, "uint32": torch.uint32, "long": torch.int64,
-    "uint64": torch.uint64, "half": torch.float16, "float": torch.float32,
+    "bool": torch.bool, "char": torch.int8, "unsigned char": torch.uint8, "short": torch.int16,
+    "unsigned short": torch.uint16, "int": torch.int32, "unsigned int": torch.uint32,
+    "long": torch.int64, "unsigned long": torch.uint64, "half": torch.float16,
+    "float": torch.float32,
     "double": torch.float64,
 }
 
