@@ -70,16 +70,23 @@ class BlockStore:
     write copies into its slot, a slice read over that dimension is a view (O(1)), which
     is what growing reads such as a KV history `k[0:t+1]` need.
 
-    Keys are full domain points; the blocked coordinate is at position `dim`."""
+    Keys are full domain points; the blocked coordinate is at position `dim`. Physically
+    the block dimension sits at `axis` of the buffer (just before the last spatial dim), so
+    a history read as (L, ..., d) and permuted for attention needs no copy: its last two
+    dims are a contiguous or transposed matrix. `move(x, axis)` brings it to the front."""
 
     def __init__(
         self, dim: int, size: int, alloc: Callable[[int], Any],
-        release: Callable[[Any], None] | None = None,
+        release: Callable[[Any], None] | None = None, axis: int = 0,
+        move: Callable[[Any, int], Any] | None = None,
     ) -> None:
         self.dim = dim
         self.size = size
         self.alloc = alloc
         self.release = release
+        self.axis = axis
+        self.lead = (slice(None),) * axis
+        self.move = move if move is not None else (lambda x, a: x)
         self.bufs: dict[tuple, Any] = {}
         self.filled: dict[tuple, set[int]] = {}
 
@@ -93,12 +100,12 @@ class BlockStore:
         if buf is None:
             buf = self.bufs[pre] = self.alloc(self.size)
             self.filled[pre] = set()
-        buf[i] = value
+        buf[self.lead + (i,)] = value
         self.filled[pre].add(i)
 
     def __getitem__(self, key: tuple) -> Any:
         pre, i = self._split(key)
-        return self.bufs[pre][i]
+        return self.bufs[pre][self.lead + (i,)]
 
     def __contains__(self, key: object) -> bool:
         pre, i = self._split(key)  # type: ignore[arg-type]
@@ -106,7 +113,8 @@ class BlockStore:
 
     def read_slice(self, pre: tuple, lo: int, hi: int) -> Any:
         """Points lo..hi-1 along the blocked dim, as a view of the block."""
-        return self.bufs[pre][lo:hi]
+        view = self.bufs[pre][self.lead + (slice(lo, hi),)]
+        return self.move(view, self.axis) if self.axis else view
 
     def pop(self, key: tuple, default: Any = None) -> Any:
         pre, i = self._split(key)

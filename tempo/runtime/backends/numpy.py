@@ -103,9 +103,15 @@ class NumpyBackend:
     def from_numpy(self, a: Any, dt: DataType) -> np.ndarray:
         return np.array(a, dtype=self.dtype(dt))
 
-    def alloc_block(self, n: int, shape: tuple[int, ...], dt: DataType) -> np.ndarray:
-        """An uninitialised (n, *shape) buffer that a block store fills slot by slot."""
-        return np.empty((n, *shape), dtype=self.dtype(dt))
+    def alloc_block(self, n: int, shape: tuple[int, ...], dt: DataType,
+                    at_front: bool = True) -> np.ndarray:
+        """An uninitialised buffer a block store fills slot by slot: (n, *shape), or exactly
+        `shape` (which already holds n) when `at_front` is False."""
+        return np.empty((n, *shape) if at_front else shape, dtype=self.dtype(dt))
+
+    @staticmethod
+    def move_to_front(x: np.ndarray, axis: int) -> np.ndarray:
+        return np.moveaxis(x, axis, 0)
 
     def stack(self, xs: list[Any]) -> np.ndarray:
         return np.stack(xs)

@@ -69,9 +69,16 @@ class TorchBackend:
     def from_numpy(self, a: np.ndarray, dt: DataType) -> torch.Tensor:
         return torch.as_tensor(np.array(a), device=self.device).to(self.dtype(dt))
 
-    def alloc_block(self, n: int, shape: tuple[int, ...], dt: DataType) -> torch.Tensor:
-        """An uninitialised (n, *shape) buffer that a block store fills slot by slot."""
-        return torch.empty((n, *shape), dtype=self.dtype(dt), device=self.device)
+    def alloc_block(self, n: int, shape: tuple[int, ...], dt: DataType,
+                    at_front: bool = True) -> torch.Tensor:
+        """An uninitialised buffer a block store fills slot by slot: (n, *shape), or exactly
+        `shape` (which already holds n) when `at_front` is False."""
+        full = (n, *shape) if at_front else shape
+        return torch.empty(full, dtype=self.dtype(dt), device=self.device)
+
+    @staticmethod
+    def move_to_front(x: torch.Tensor, axis: int) -> torch.Tensor:
+        return x.movedim(axis, 0)
 
     def stack(self, xs: list[Any]) -> torch.Tensor:
         return torch.stack(xs)

@@ -94,9 +94,11 @@ class PythonExecutor(Executor):
         size = int(op.domain.bound_of(var).evaluate(self._bound_values()))
         info = self.sdg.tensors[tid]
         shape, dt = tuple(info.shape.as_static()), info.dtype
+        move = getattr(self.backend, "move_to_front", None)
+        axis = max(len(shape) - 1, 0) if move is not None else 0
 
         def alloc(n: int) -> Any:
-            buf = alloc_block(n, shape, dt)
+            buf = alloc_block(n, shape[:axis] + (n,) + shape[axis:], dt, at_front=False)
             if tracked:
                 self.accountant.charge(tid, self.backend.nbytes(buf))
             return buf
@@ -105,7 +107,7 @@ class PythonExecutor(Executor):
             if tracked:
                 self.accountant.credit(self.backend.nbytes(buf))
 
-        return BlockStore(dim, size, alloc, release)
+        return BlockStore(dim, size, alloc, release, axis, move)
 
     def _describe(self, tid: TensorId) -> str:
         op = self.sdg.ops[tid.op_id]
