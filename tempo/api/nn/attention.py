@@ -60,8 +60,10 @@ class MultiHeadAttention(Module):
                 "heads must divide embed_dim and kv heads must divide heads",
                 site=user_site(),
             )
-        if dropout:
-            raise TempoError("attention dropout is not supported yet", site=user_site())
+        if not 0.0 <= dropout < 1.0:
+            raise TempoError(f"attention dropout must be in [0, 1), got {dropout}",
+                             site=user_site())
+        self.dropout = dropout
         self.embed_dim, self.num_heads, self.num_kv_heads = embed_dim, num_heads, kv
         self.head_dim = embed_dim // num_heads
         self.seq_len = seq_len
@@ -108,6 +110,10 @@ class MultiHeadAttention(Module):
         qg = q.reshape((kv, rep, hd)).unsqueeze(0)  # (1, kv, rep, hd)
         scores = (qg * keys.unsqueeze(2)).sum(3) * (1.0 / math.sqrt(hd))  # (S, kv, rep)
         attn = scores.softmax(0)
+        if self.dropout and self.training:
+            # torch's attention dropout: an i.i.d. mask per (query, key, head), rescaled.
+            keep = RT.random(attn.shape, attn.dtype, domain=x.unindexed_domain) >= self.dropout
+            attn = keep.where(attn * (1.0 / (1.0 - self.dropout)), 0.0)
         out = (attn.unsqueeze(3) * vals.unsqueeze(2)).sum(0)  # (kv, rep, hd)
         return self.output_proj(out.reshape((self.embed_dim,)))
 

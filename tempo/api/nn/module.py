@@ -56,6 +56,7 @@ class Module:
         self.full_dom = self.domain.union(self.independent_domain)
         self._params: list[tuple[RecurrentTensor, bool]] = []
         self._buffers: list[RecurrentTensor] = []
+        self.training = True  # dropout layers draw masks only in training mode
 
     # ---------------------------------------------------------------- creation
     def _placeholder_from(self, init_rt: Any, requires_grad: bool) -> RecurrentTensor:
@@ -145,6 +146,16 @@ class Module:
         """A copy whose parameters and buffers are all read at `key` (e.g. `net[i-1]`)."""
         remap = {id(p): p[key] for p in self.parameters + self.buffers}
         return _reindexed(self, remap)
+
+    def train(self, mode: bool = True) -> Module:
+        """Set training mode (affects dropout) here and in every sub-module, as torch."""
+        self.training = mode
+        for _, m in self.children():
+            m.train(mode)
+        return self
+
+    def eval(self) -> Module:
+        return self.train(False)
 
     # ---------------------------------------------------------------- calling
     def forward(self, *args: Any, **kwargs: Any) -> Any:

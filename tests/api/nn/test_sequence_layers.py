@@ -196,3 +196,39 @@ def test_cells_forward_and_backward(kind: str) -> None:
     close(run.get(y), ref, 1e-5)
     close(run.get(cell.hh.w.grad), tc.weight_hh.grad, 1e-4)
     close(run.get(cell.ih.b.grad), tc.bias_ih.grad, 1e-4)
+
+
+def test_attention_dropout_in_eval_mode_is_the_identity() -> None:
+    xs = torch.randn(T, E, generator=torch.Generator().manual_seed(4))
+    ws = _weights(2, 12)
+    ref = _attn_ref(xs, ws, 2, 2, torch.arange(T)[None] <= torch.arange(T)[:, None], None)
+
+    def body(t, _T):
+        m = MultiHeadAttention(E, 2, t, dropout=0.3, w_init_funs=[const_init(w) for w in ws])
+        return m.eval().causal_forward(_seq_input(t, xs))
+
+    run, y = build_and_run(1, body, lambda t, T_: {T_: T})
+    close(run.get(y, slice(0, T)), ref, 1e-4)
+
+
+def test_attention_dropout_statistics() -> None:
+    """Values are all 1 and heads have width 1, so each output is the kept attention mass
+    rescaled by 1/(1-p): in {0, 2} at t = 0, mean 1 overall, and not all 1."""
+    n, p = 64, 0.5
+    xs = torch.randn(n, E, generator=torch.Generator().manual_seed(5))
+    zero, eye = torch.zeros(E, E), torch.eye(E)
+    ws = [torch.randn(E, E, generator=torch.Generator().manual_seed(6)), eye, zero, eye]
+    bs = [torch.zeros(E), torch.zeros(E), torch.ones(E), torch.zeros(E)]
+
+    def body(t, _T):
+        m = MultiHeadAttention(E, E, t, dropout=p, bias=True,
+                               w_init_funs=[const_init(w) for w in ws],
+                               b_init_funs=[const_init(b) for b in bs])
+        assert m.training
+        return m.causal_forward(_seq_input(t, xs))
+
+    run, y = build_and_run(1, body, lambda t, T_: {T_: n})
+    out = run.get(y, slice(0, n))
+    assert set(out[0].tolist()) <= {0.0, 2.0}
+    assert abs(out.mean().item() - 1.0) < 0.1, out.mean()
+    assert (out - 1.0).abs().max() > 0.3
