@@ -61,6 +61,9 @@ class RandOp(Op):
     def infer(self, shapes: Shapes, dts: DTypes) -> tuple[Shapes, DTypes]:
         return [self.shape], [self.dtype]
 
+    def runtime_exprs(self) -> tuple[IndexExpr, ...]:
+        return tuple(d for d in self.shape if not isinstance(d, int))
+
 
 @dataclass(frozen=True, eq=False, kw_only=True, repr=False)
 class EvalSymbolOp(Op):

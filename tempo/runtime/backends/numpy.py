@@ -171,10 +171,11 @@ def _fill(op: ops.FillOp, be: NumpyBackend) -> Kernel:
 
 
 def _rand(op: ops.RandOp, be: NumpyBackend) -> Kernel:
-    shape, dt, rng = tuple(op.shape), be.dtype(op.dtype), be.rng
+    dt, rng = be.dtype(op.dtype), be.rng
+    resolve = c.dynamic_shape(op.shape)  # symbolic dims arrive as trailing args, like fill
     if dt in (np.float32, np.float64):
-        return lambda: rng.random(shape, dtype=dt)
-    return lambda: rng.random(shape, dtype=np.float32).astype(dt)
+        return lambda *sym: rng.random(resolve(*sym), dtype=dt)
+    return lambda *sym: rng.random(resolve(*sym), dtype=np.float32).astype(dt)
 
 
 def _eval_symbol(op: ops.EvalSymbolOp, be: NumpyBackend) -> Kernel:

@@ -155,7 +155,10 @@ def _fill(op: ops.FillOp, be: TorchBackend) -> Kernel:
 
 def _rand(op: ops.RandOp, be: TorchBackend) -> Kernel:
     shape, dt, dev, gen = tuple(op.shape), be.dtype(op.dtype), be.device, be.generator
-    return lambda: torch.rand(shape, dtype=dt, device=dev, generator=gen)
+    if c.is_static(op.shape):
+        return lambda: torch.rand(shape, dtype=dt, device=dev, generator=gen)
+    resolve = c.dynamic_shape(op.shape)  # symbolic dims arrive as trailing args, like fill
+    return lambda *sym: torch.rand(resolve(*sym), dtype=dt, device=dev, generator=gen)
 
 
 def _eval_symbol(op: ops.EvalSymbolOp, be: TorchBackend) -> Kernel:
