@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -109,7 +110,12 @@ def run_experiments(exps: list[Experiment], root: Path, plots: Path, quick: bool
     return made
 
 
+def _exit_on_sigterm(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)  # unwinds the launcher, which kills the running point
+
+
 def main(argv: list[str] | None = None) -> int:
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
     args = _parser().parse_args(argv)
     if getattr(args, "list_only", False):
         _list()

@@ -142,6 +142,13 @@ PRELOAD = ("numpy", "torch", "tempo.bench.worker", "tempo.api", "tempo.bench.bas
            "transformers.models.llama.modeling_llama", "transformers.models.bert.modeling_bert")
 
 
+def _kill_group(pid: int, sig: int) -> None:
+    try:
+        os.killpg(pid, sig)
+    except ProcessLookupError:
+        pass
+
+
 def _group_child(specs: list[dict[str, object]], log_path: str) -> None:
     """Body of one forked system process: output to its log, own session, run the points."""
     from tempo.bench.worker import run_batch
@@ -175,15 +182,17 @@ class ForkServer:
         t0 = time.perf_counter()
         proc = self.ctx.Process(target=_group_child, args=(specs, str(log)))
         proc.start()
-        proc.join(timeout_s)
-        rc: int | None = proc.exitcode
-        if proc.is_alive() and proc.pid is not None:
-            os.killpg(proc.pid, signal.SIGTERM)
-            proc.join(10)
-            if proc.is_alive():
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.join()
-            rc = None
+        try:
+            proc.join(timeout_s)
+        finally:  # also on Ctrl-C / SIGTERM of the launcher: never leave the point running
+            rc: int | None = proc.exitcode
+            if proc.is_alive() and proc.pid is not None:
+                _kill_group(proc.pid, signal.SIGTERM)
+                proc.join(10)
+                if proc.is_alive():
+                    _kill_group(proc.pid, signal.SIGKILL)
+                    proc.join()
+                rc = None
         return _collect(points, results_root, rc, proc.pid or 0, timeout_s,
                         (time.perf_counter() - t0) / len(points))
 
