@@ -233,6 +233,9 @@ def run_grid(points: list[Point], results_root: Path, quick: bool, timeout_s: fl
     server = ForkServer() if fork and pending else None
     for p in bar:
         bar.set_postfix_str((results_root / p.rel_dir).name[:48])
+        if (results_root / p.rel_dir).exists():  # skip rule, re-checked at launch time
+            outcomes.append(Outcome(p, "skipped", note="results appeared meanwhile"))
+            continue
         if server is not None:
             outcomes += server.run([p], results_root, quick, timeout_s)
         else:
