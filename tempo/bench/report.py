@@ -68,6 +68,10 @@ def experiment_section(exp: Experiment, root: Path, quick: bool) -> str:
             else:
                 out.append(f"- `{r.point.rel_dir}`: {r.status} — {r.reason}")
         return "\n".join(out) + "\n"
+    loads = [v for r in records if (v := r.get("loadavg_1min_start")) is not None]
+    if loads:  # the machine is shared: say how loaded it was while these points ran
+        out += [f"*Machine load:* 1-min load average {min(loads):.1f}–{max(loads):.1f} at the "
+                f"start of the {len(loads)} measured points (2 cores).", ""]
     systems = [s.name for s in exp.systems if any(r.point.system is s for r in records)]
     ratios = tuple((a, b) for a, b in spec.ratios if a in systems and b in systems)
     tab = build_table(spec, records)
