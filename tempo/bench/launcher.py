@@ -81,7 +81,7 @@ def _launch(spec: dict[str, object], log_path: Path, timeout_s: float
             proc.wait()
         return None, proc.pid
     finally:
-        if log is not subprocess.DEVNULL:
+        if not isinstance(log, int):
             log.close()
         os.unlink(spec_path)
 
@@ -222,10 +222,10 @@ def run_grid(points: list[Point], results_root: Path, quick: bool, timeout_s: fl
             groups.setdefault((p.system.kind, p.system.name, p.system.target), []).append(p)
         bar = tqdm(total=len(pending), desc=desc, unit="pt", file=sys.stderr,
                    dynamic_ncols=True)
-        server = ForkServer()
+        group_server = ForkServer()
         for (_, name, _), pts in groups.items():
             bar.set_postfix_str(f"{name} x{len(pts)}")
-            outcomes += server.run(pts, results_root, quick, timeout_s * len(pts))
+            outcomes += group_server.run(pts, results_root, quick, timeout_s * len(pts))
             bar.update(len(pts))
         bar.close()
         return outcomes
