@@ -62,3 +62,7 @@ class BackendError(TempoError):
 
 class TempoMemoryError(TempoError, MemoryError):
     """Live device bytes would exceed the configured device-memory cap."""
+
+
+class UnsupportedError(TempoError, NotImplementedError):
+    """An operation the object does not define (e.g. Categorical has no mean, API §6.3)."""

@@ -11,7 +11,7 @@ import numpy as np
 from tempo.api.distributions.distribution import Distribution, rt, sampling_domain
 from tempo.core.domain import DomainLike
 from tempo.core.dtype import dtypes
-from tempo.core.errors import TempoError, user_site
+from tempo.core.errors import TempoError, UnsupportedError, user_site
 
 if TYPE_CHECKING:
     from tempo.api.recurrent_tensor import RecurrentTensor
@@ -62,12 +62,12 @@ class Categorical(Distribution):
 
     @property
     def mean(self) -> RecurrentTensor:
-        raise NotImplementedError("Categorical has no mean")
+        raise UnsupportedError("Categorical has no mean")
 
     @property
     def variance(self) -> RecurrentTensor:
-        raise NotImplementedError("Categorical has no variance")
+        raise UnsupportedError("Categorical has no variance")
 
     @property
     def stddev(self) -> RecurrentTensor:
-        raise NotImplementedError("Categorical has no stddev")
+        raise UnsupportedError("Categorical has no stddev")

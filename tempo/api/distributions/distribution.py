@@ -4,10 +4,12 @@ Samples are fresh per point of the sampling domain (default: the parameters' dom
 
 from __future__ import annotations
 
+import abc
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from tempo.core.domain import Domain, DomainLike
+from tempo.core.errors import UnsupportedError
 
 if TYPE_CHECKING:
     from tempo.api.recurrent_tensor import RecurrentTensor
@@ -26,31 +28,31 @@ def sampling_domain(domain: DomainLike, *params: RecurrentTensor) -> Domain:
     return Domain.empty().union(*[p.domain for p in params])
 
 
-class Distribution:
+class Distribution(abc.ABC):
     """Abstract base: subclasses define the density, sampling and moments."""
 
     def __init__(self, event_shape: Sequence[int] | None = None) -> None:
         self.event_shape = tuple(event_shape or ())
 
-    def sample(self, shape: Sequence[int] | None = None) -> RecurrentTensor:
-        raise NotImplementedError
+    @abc.abstractmethod
+    def sample(self, shape: Sequence[int] | None = None) -> RecurrentTensor: ...
 
-    def log_prob(self, x: Any) -> RecurrentTensor:
-        raise NotImplementedError
+    @abc.abstractmethod
+    def log_prob(self, x: Any) -> RecurrentTensor: ...
 
-    def entropy(self) -> RecurrentTensor:
-        raise NotImplementedError
+    @abc.abstractmethod
+    def entropy(self) -> RecurrentTensor: ...
 
     def cdf(self, x: Any) -> RecurrentTensor:
-        raise NotImplementedError
+        raise UnsupportedError(f"{type(self).__name__} has no cdf")
 
     @property
     def mean(self) -> RecurrentTensor:
-        raise NotImplementedError(f"{type(self).__name__} has no mean")
+        raise UnsupportedError(f"{type(self).__name__} has no mean")
 
     @property
     def mode(self) -> RecurrentTensor:
-        raise NotImplementedError(f"{type(self).__name__} has no mode")
+        raise UnsupportedError(f"{type(self).__name__} has no mode")
 
     @property
     def stddev(self) -> RecurrentTensor:
@@ -58,4 +60,4 @@ class Distribution:
 
     @property
     def variance(self) -> RecurrentTensor:
-        raise NotImplementedError(f"{type(self).__name__} has no variance")
+        raise UnsupportedError(f"{type(self).__name__} has no variance")

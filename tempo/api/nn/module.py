@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from tempo.core import index_expr as ie
 from tempo.core.domain import Domain, DomainLike
-from tempo.core.errors import DomainError, user_site
+from tempo.core.errors import DomainError, UnsupportedError, user_site
 
 if TYPE_CHECKING:
     from tempo.api.recurrent_tensor import RecurrentTensor
@@ -159,7 +159,7 @@ class Module:
 
     # ---------------------------------------------------------------- calling
     def forward(self, *args: Any, **kwargs: Any) -> Any:
-        raise NotImplementedError(f"{type(self).__name__}.forward")
+        raise UnsupportedError(f"{type(self).__name__} defines no forward()", site=user_site())
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.forward(*args, **kwargs)

@@ -54,7 +54,7 @@ def placeholder_like(x: RTBase, requires_grad: bool | None = None) -> RecurrentT
 def const(val: Any, shape: ShapeLike | None = None, dtype: DataTypeLike | None = None,
           domain: DomainLike = None, requires_grad: bool | None = None) -> RecurrentTensor:
     """A constant over the empty domain; the dtype is implied from `val` unless given."""
-    if isinstance(val, np.ndarray | list | tuple) and shape is not None and isinstance(val, np.ndarray):
+    if isinstance(val, np.ndarray) and shape is not None:
         raise ShapeError("const() takes no shape with an ndarray value", site=user_site())
     dt = dtypes.implied(val) if dtype is None else dtypes.from_(dtype)
     arr = np.asarray(val, dtype=dtypes.to_np(dt))

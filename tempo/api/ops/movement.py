@@ -128,7 +128,9 @@ class MovementOps:
             return lift(x)
         return record1(ops.ExpandOp, [x], shape=Shape.from_(tuple(dims)))
 
-    def slice_dim(self, dim: int, start: Any, stop: Any, step: int | None = None) -> RecurrentTensor:
+    def slice_dim(
+        self, dim: int, start: Any, stop: Any, step: int | None = None
+    ) -> RecurrentTensor:
         """x[..., start:stop, ...] on spatial dim `dim`; bounds may be index expressions."""
         if step not in (None, 1):
             raise ShapeError("slice_dim needs step 1", site=user_site())

@@ -3,6 +3,7 @@ accumulation domain from the previous point's value and gradient (API §6.2)."""
 
 from __future__ import annotations
 
+import abc
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -21,7 +22,7 @@ def _rt() -> Any:
     return RecurrentTensor
 
 
-class Optimizer:
+class Optimizer(abc.ABC):
     """Common machinery: domain checks, gradient clipping and the parameter recurrence."""
 
     def __init__(
@@ -86,11 +87,11 @@ class Optimizer:
             grads, _ = clip_norm(grads, self.max_norm, self.norm_type)
         return grads
 
+    @abc.abstractmethod
     def updates(
         self, params: list[RecurrentTensor], grads: list[RecurrentTensor]
     ) -> list[RecurrentTensor]:
         """What to subtract from each parameter at the current point."""
-        raise NotImplementedError
 
     def step(self) -> None:
         """Define every parameter after the origin: p = p[prev] - update[prev]."""
@@ -103,6 +104,7 @@ class Optimizer:
 
     def zero_grad(self) -> None:
         """Gradients are per point already; kept for torch-shaped programs."""
+        return None
 
 
 class SGD(Optimizer):
