@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import islpy as isl
 
+from tempo.core.errors import ScheduleError
 from tempo.schedule.isl_program import IslProgram
 from tempo.schedule.tree import Exec, Free, If, Loop, Node, Seq, While
 
@@ -49,7 +50,7 @@ def expr_py(e: isl.AstExpr) -> str:
         return f"({args[0]} // {args[1]})"
     if op in (_T.cond, _T.select):
         return f"({args[1]} if {args[0]} else {args[2]})"
-    raise NotImplementedError(f"isl AST operator {op} is not supported in generated code")
+    raise ScheduleError(f"isl AST operator {op} is not supported in generated code")
 
 
 def _upper_bound(cond: isl.AstExpr, it: str) -> str | None:
@@ -97,4 +98,4 @@ def ast_to_tree(node: isl.AstNode, prog: IslProgram) -> Node:
         return body[0] if len(body) == 1 else Seq(body)
     if kind == isl.ast_node_type.mark:
         return ast_to_tree(node.mark_get_node(), prog)
-    raise NotImplementedError(f"isl AST node {kind} is not supported")
+    raise ScheduleError(f"isl AST node {kind} is not supported")

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from tempo.api.distributions.distribution import Distribution, rt, sampling_domain
 from tempo.core.domain import DomainLike
+from tempo.core.errors import UnsupportedError
 
 if TYPE_CHECKING:
     from tempo.api.recurrent_tensor import RecurrentTensor
@@ -51,4 +52,4 @@ class Uniform(Distribution):
 
     @property
     def mode(self) -> RecurrentTensor:
-        raise NotImplementedError("Uniform has no mode")
+        raise UnsupportedError("Uniform has no mode")
