@@ -38,6 +38,8 @@ class Edge:
     src: TensorId
     expr: IndexSequence
     cond: BooleanIndexValue | None = None
+    # The user's line that wrote this read (an index or a definition), for error messages.
+    site: str = ""
 
     def is_point(self) -> bool:
         return all(m.is_point() for m in self.expr)
@@ -62,6 +64,8 @@ class SDG:
     keep: set[TensorId] = field(default_factory=set)
     # Storage choice (compiler pass): tensor -> domain position of its block dimension.
     block_stores: dict[TensorId, int] = field(default_factory=dict)
+    # User names (`name=`) of ops' tensors, for error messages (`tempo.core.naming`).
+    names: dict[int, str] = field(default_factory=dict)
     _next_id: int = 0
 
     # ---------------------------------------------------------------- building
@@ -134,6 +138,7 @@ class SDG:
         new.bound_defs = dict(self.bound_defs)
         new.keep = set(self.keep)
         new.block_stores = dict(self.block_stores)
+        new.names = dict(self.names)
         return new
 
     # ---------------------------------------------------------------- rendering
