@@ -209,9 +209,15 @@ class IndexAddOp(Op):
     def infer(self, shapes: Shapes, dts: DTypes) -> tuple[Shapes, DTypes]:
         _check_index("index_add", dts[1])
         if len(shapes[1]) > 1:
-            raise ShapeError(f"index_add needs a 1-d index, got shape {shapes[1]}")
+            raise ShapeError(f"index_add needs a 0-d or 1-d index, got shape {shapes[1]}")
         if dts[0] != dts[2]:
             raise DTypeError(f"index_add of {dts[2]} into {dts[0]}")
+        x = _dims(shapes[0])
+        want = Shape.from_(tuple(x[: self.dim] + _dims(shapes[1]) + x[self.dim + 1 :]))
+        if len(shapes[2]) != len(want) or not want == shapes[2]:
+            raise ShapeError(f"index_add source of shape {shapes[2]} into {shapes[0]} along "
+                             f"dim {self.dim} with an index of shape {shapes[1]}: the source "
+                             f"must have shape {want}")
         return [shapes[0]], [dts[0]]
 
 

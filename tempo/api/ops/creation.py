@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -53,7 +54,11 @@ def placeholder_like(x: RTBase, requires_grad: bool | None = None) -> RecurrentT
 
 def const(val: Any, shape: ShapeLike | None = None, dtype: DataTypeLike | None = None,
           domain: DomainLike = None, requires_grad: bool | None = None) -> RecurrentTensor:
-    """A constant over the empty domain; the dtype is implied from `val` unless given."""
+    """A constant over the empty domain; the dtype is implied from `val` unless given.
+    `domain` is accepted for compatibility and ignored with a warning (API §3.3)."""
+    if domain is not None and len(Domain.from_(domain, none_is_empty=True)) > 0:
+        warnings.warn(f"const() ignores domain={domain}: a constant has the empty domain "
+                      "(index or expand it to give it one)", stacklevel=2)
     if isinstance(val, np.ndarray) and shape is not None:
         raise ShapeError("const() takes no shape with an ndarray value", site=user_site())
     dt = dtypes.implied(val) if dtype is None else dtypes.from_(dtype)

@@ -207,17 +207,19 @@ class ElementwiseOps:
     mod = remainder
 
     def pow_(self, y: Any) -> RecurrentTensor:
-        if isinstance(y, int | float) and not isinstance(y, bool):
+        """Literal exponents 0, 1, 2 and 0.5 are special-cased (API §3.8), with the dtype the
+        general path gives (`int64 ** 2.0` is float32, as in torch)."""
+        if isinstance(y, int | float) and not isinstance(y, bool) and y in (0, 1, 2, 0.5):
+            x = lift(self)
+            dt = _scalar_dtype(y, x)
             if y == 0:
                 from tempo.api.ops.creation import ones
 
-                return ones(self.shape, _scalar_dtype(y, lift(self)))  # type: ignore[attr-defined]
-            if y == 1:
-                return lift(self)
-            if y == 2:
-                return self.square()
+                return ones(x.shape, dt)
             if y == 0.5:
-                return unary("sqrt", self)
+                return unary("sqrt", x)
+            x = cast(x, dt)
+            return x if y == 1 else x.square()
         return binary("pow", self, y)
 
     def square(self) -> RecurrentTensor:

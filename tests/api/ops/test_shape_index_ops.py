@@ -168,3 +168,29 @@ def test_conv_bool_is_tempo_error() -> None:
     x, w = make_input((1, 2, 5), torch.bool), make_input((1, 2, 3), torch.bool)
     with pytest.raises(TempoError):
         run_static(lambda a, b: tpo.conv1d(a, b), x, w)
+
+
+INDEX_ADD_0D = [((3, 4), 1, (3, 1)), ((3, 4), 0, (1, 4)), ((4, 1), 0, (1, 1)), ((4, 1), 0, (1,)),
+                ((3, 4, 1), 1, (3, 1)), ((4,), 0, (1,)), ((4,), 0, ())]
+
+
+@pytest.mark.parametrize("backend", ["torch", "jax", "numpy"])
+@pytest.mark.parametrize("case", INDEX_ADD_0D, ids=str)
+def test_index_add_scalar_index(case: tuple, backend: str) -> None:
+    """A 0-d index adds one slice; the source may keep the indexed dim with size 1 (torch's
+    1-element index) or drop it. The kept-singleton form failed on torch and jax."""
+    xs, dim, ss = case
+    x, src = make_input(xs, torch.float32, seed=1), make_input(ss, torch.float32, seed=2)
+    i = 2 if xs[dim] > 2 else 0
+    got = run_static(lambda a, s: a.index_add(dim, tpo.const(i, dtype="int64"), s), x, src,
+                     backend=backend)
+    s = src if src.ndim == x.ndim else src.unsqueeze(dim)
+    assert_same(got, x.index_add(dim, torch.tensor([i]), s))
+
+
+def test_index_add_bad_source_shape_is_shape_error() -> None:
+    from tempo.core.errors import ShapeError
+
+    x, src = make_input((3, 4), torch.float32), make_input((3, 2), torch.float32)
+    with pytest.raises(ShapeError):
+        run_static(lambda a, s: a.index_add(1, tpo.const(1, dtype="int64"), s), x, src)
