@@ -4,9 +4,16 @@ the offending expression or shape, and the user's source line (found by `user_si
 from __future__ import annotations
 
 import os
+import sys
 import traceback
 
 _TEMPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def called_from_tempo(depth: int) -> bool:
+    """Whether the frame `depth` levels above the caller is Tempo's own library code."""
+    path = os.path.abspath(sys._getframe(depth + 1).f_code.co_filename)
+    return path.startswith(_TEMPO_ROOT + os.sep)
 
 
 def user_site(skip_tempo: bool = True) -> str:
@@ -25,11 +32,16 @@ class TempoError(Exception):
 
     def __init__(self, message: str, *, site: str | None = None) -> None:
         self.site = site
+        self.message = message  # without the site line, for errors that wrap this one
         super().__init__(message if site is None else f"{message}\n  at {site}")
 
 
 class IndexExprError(TempoError, ValueError):
     """A malformed or out-of-range index expression (unknown symbol, constant past a bound)."""
+
+
+class DefinitionError(TempoError, ValueError):
+    """A placeholder definition that can never take effect (an earlier branch shadows it)."""
 
 
 class ShapeError(TempoError, ValueError):

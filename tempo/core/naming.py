@@ -72,7 +72,10 @@ _KINDS = {"merge": "placeholder", "udf_source": "source_udf", "eval_symbol": "sy
 def kind(op: Any) -> str:
     """What the user called to make this op ('placeholder', 'add', 'source_udf')."""
     name = getattr(op, "name", type(op).__name__)
-    return _KINDS.get(name, name)
+    if name in _KINDS:
+        return _KINDS[name]
+    described = op.describe() if hasattr(op, "describe") else name
+    return described if described.isidentifier() else name
 
 
 def dtype_word(dt: Any) -> str:
@@ -102,8 +105,9 @@ def domain_word(domain: Any) -> str:
 
 
 def shape_word(shape: Any) -> str:
-    """A shape as a tuple of dims: '(3, 4)', '(t + 1, 4)', '()'."""
-    return "(" + ", ".join(expr_word(d) for d in shape) + ")"
+    """A shape as a Python tuple of dims: '(3, 4)', '(3,)', '(t + 1, 4)', '()'."""
+    dims = [expr_word(d) for d in shape]
+    return f"({dims[0]},)" if len(dims) == 1 else "(" + ", ".join(dims) + ")"
 
 
 def point_word(values: Mapping[str, int]) -> str:

@@ -88,7 +88,7 @@ def test_unguarded_past_read_needed_by_a_sink(cfg) -> None:
     with ctx:
         x = RT.from_symbol(t)
         (x + x[t - 1]).sink_udf(lambda v: None)
-    with pytest.raises(errors.IndexExprError, match="guard") as info:
+    with pytest.raises(errors.IndexExprError, match="(?i)guard") as info:
         ctx.compile({T: 5})
     assert HERE in str(info.value)
 
