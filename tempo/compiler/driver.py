@@ -75,6 +75,8 @@ def compile_sdg(
 
 
 def _write_profile(cfg: ExecutionConfig, timings: dict[str, float]) -> None:
+    if not cfg.writes_artefacts():  # no ./runs/<timestamp>/ unless the user asked
+        return
     try:
         os.makedirs(cfg.path, exist_ok=True)
         with open(os.path.join(cfg.path, "compilation_profile.json"), "w") as f:

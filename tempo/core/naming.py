@@ -37,11 +37,11 @@ def code(site: str | None) -> str:
 
 
 def at_site(site: str | None) -> str:
-    """'`code` at prog.py:7' (or just 'prog.py:7' when the line's text is unknown)."""
+    """'`code` at prog.py:7' ('the code at prog.py:7' when the line's text is unknown)."""
     w, c = where(site), code(site)
     if not w:
-        return "an unknown line"
-    return f"`{c}` at {w}" if c else w
+        return "the code at an unknown line"
+    return f"`{c}` at {w}" if c else f"the code at {w}"
 
 
 def op_label(op: Any, names: Mapping[int, str] | None = None) -> str:
@@ -50,8 +50,10 @@ def op_label(op: Any, names: Mapping[int, str] | None = None) -> str:
     if name:
         w = where(op.site)
         return f"'{name}'" + (f" (defined at {w})" if w else "")
-    if site_parts(op.site) is not None:
+    if code(op.site):
         return f"the {kind(op)} {at_site(op.site)}"
+    if where(op.site):
+        return f"the {kind(op)} made at {where(op.site)}"
     return f"an internal {kind(op)}"
 
 
