@@ -10,12 +10,15 @@ from typing import Any
 
 from tempo.core.configs import ExecutionConfig
 from tempo.core.domain import Domain, DomainLike
+from tempo.core.dtype import dtypes
 from tempo.core.errors import IndexExprError, TempoError, user_site
 from tempo.core.index_expr import BooleanIndexValue, ConstBool, Symbol, lift_to_bool_ie
 from tempo.core.sdg import SDG
 from tempo.core.utils import make_symbols
 
+_int_before = dtypes.default_int
 DEFAULT_EXEC_CFG = ExecutionConfig.default()
+dtypes.default_int = _int_before  # importing must not switch the int dtype of other configs
 
 _state = threading.local()
 
@@ -162,7 +165,9 @@ class TempoContext:
         cfg = self.execution_config
         if use_active_config and _stack():
             cfg = _stack()[-1].execution_config
-        return compile_sdg(self.sdg, cfg, bounds, user_site())
+        exe = compile_sdg(self.sdg, cfg, bounds, user_site())
+        exe.recorded = self.sdg  # names tensors the compiler removed, when the user reads one
+        return exe
 
     def get_isl_ctx(self) -> Any:
         import islpy as isl

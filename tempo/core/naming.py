@@ -74,6 +74,9 @@ _KINDS = {"merge": "placeholder", "udf_source": "source_udf", "eval_symbol": "sy
 def kind(op: Any) -> str:
     """What the user called to make this op ('placeholder', 'add', 'source_udf')."""
     name = getattr(op, "name", type(op).__name__)
+    if name in ("udf_source", "map_udf", "sink_udf") and getattr(op, "with_ts", False):
+        return {"udf_source": "source_with_ts_udf", "map_udf": "map_with_ts_udf",
+                "sink_udf": "sink_with_ts_udf"}[name]
     if name in _KINDS:
         return _KINDS[name]
     described = op.describe() if hasattr(op, "describe") else name

@@ -14,7 +14,9 @@ from tempo.core.dl_backend import DLBackend
 from tempo.core.errors import BackendError, ShapeError, TempoError
 from tempo.core.sdg import SDG, TensorId
 from tempo.runtime.codegen import Generated, UndefinedPointError, generate
+from tempo.runtime.missing import bad_index_error, no_value_error, removed_error
 from tempo.runtime.stores import BlockStore, MemoryAccountant, TrackedStore
+from tempo.runtime.udf_check import guard_udf
 from tempo.schedule import tree as st
 from tempo.schedule.scheduler import Schedule
 
@@ -46,6 +48,9 @@ class Executor(abc.ABC):
 
 class PythonExecutor(Executor):
     """Runs one generated Python function over per-point stores."""
+
+    recorded: SDG | None = None  # the program as the user recorded it (names removed tensors)
+    _executed = False
 
     def __init__(
         self,
@@ -119,7 +124,7 @@ class PythonExecutor(Executor):
         return self.backend.nbytes
 
     def _kernel(self, op: ops.Op) -> Any:
-        k = self.backend.kernel(op)
+        k = self.backend.kernel(guard_udf(op, self._bound_values()))
         if self.cfg.executor_debug_mode and op.num_outputs > 0:
             return _checked(op, k, self.sdg, self.backend, self.bounds)
         return k
@@ -133,6 +138,7 @@ class PythonExecutor(Executor):
 
     # ---------------------------------------------------------------- API
     def execute(self) -> None:
+        self._executed = True
         try:
             self.generated.fn()
         except TempoError:
@@ -182,15 +188,13 @@ class PythonExecutor(Executor):
 
     def get_spatial_tensor(self, tensor_id: TensorId, index: tuple = ()) -> Any:
         if tensor_id not in self.stores:
-            raise TempoError(f"tensor {tensor_id!r} does not exist (eliminated by the compiler?)")
+            raise removed_error(self.recorded, self.cfg, tensor_id)
         store = self.stores[tensor_id]
         op = self.sdg.ops[tensor_id.op_id]
         if not isinstance(index, tuple):
             index = (index,)
         if len(index) != len(op.domain):
-            raise TempoError(
-                f"index {index} does not fit the domain {op.domain} of tensor {tensor_id!r}"
-            )
+            raise bad_index_error(self.sdg, tensor_id, index)
         parts = []
         for v, i in zip(op.domain.variables, index):
             if isinstance(i, slice):
@@ -211,10 +215,7 @@ class PythonExecutor(Executor):
         k = len(prefix)
         if k == len(parts):
             if prefix not in store:
-                raise TempoError(
-                    f"tensor {tid!r} has no value at point {prefix}: not computed yet, or freed "
-                    "by garbage collection (use ExecutionConfig(enable_gc=False) to keep it)"
-                )
+                raise no_value_error(self.sdg, self.cfg, tid, prefix, self._executed)
             return store[prefix]
         p = parts[k]
         if isinstance(p, list):
