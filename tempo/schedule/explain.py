@@ -15,7 +15,7 @@ import islpy as isl
 
 from tempo.core import index_expr as ie
 from tempo.core import naming, ops
-from tempo.core.errors import IndexExprError
+from tempo.core.errors import IndexExprError, ScheduleError
 from tempo.core.sdg import SDG, Edge
 
 
@@ -249,3 +249,21 @@ def _linear(coefs: dict[str, int], const: int) -> str:
         parts.append(("- " if const < 0 else "+ ") + str(abs(const)))
     text = " ".join(parts)
     return text[2:] if text.startswith("+ ") else "-" + text[2:]
+
+
+def cycle_error(sdg: SDG, cycle: list[int]) -> ScheduleError:
+    """The error for ops that each need the other at the same point. Blames the definition
+    that closes the loop (a placeholder branch reading a value that reads the placeholder)."""
+    members = set(cycle)
+    closing = next((e for i in cycle if isinstance(sdg.ops[i], ops.MergeOp)
+                    for e in sdg.in_edges[i] if e.src.op_id in members), None)
+    chain = "; ".join(naming.op_label(sdg.ops[i], sdg.names) for i in cycle) or "unknown ops"
+    if closing is None:
+        return ScheduleError(f"these ops each need the other at the same point, so no order can "
+                             f"run them: {chain}")
+    merge = sdg.ops[closing.sink]
+    return ScheduleError(
+        f"{naming.at_site(closing.site)} defines {naming.op_label(merge, sdg.names)} by a value "
+        "that itself reads it at the same point, so neither can be computed first (ops in the "
+        f"loop: {chain}). Read an earlier point instead (e.g. `x[t - 1]`, with a base case)",
+        site=closing.site or merge.site)
