@@ -71,7 +71,26 @@ def _symbolic_member(var: ie.Symbol, k: Any, what: str) -> ie.IndexAtom:
     else:
         raise IndexExprError(f"{what}: cannot index a symbolic dim with {k!r}", site=user_site())
     check_symbols(member, f"{what}[{member}]")
+    _check_affine(member, what)
     return member
+
+
+def _check_affine(member: Any, what: str) -> None:
+    """Index expressions must be affine (what isl schedules): caught here, at the user's
+    line, rather than at compile time deep inside the scheduler."""
+    parts = [member.start, member.stop] if isinstance(member, ie.Slice) else [member]
+    for p in parts:
+        if not isinstance(p, ie.IndexExpr):
+            continue
+        try:
+            ie.isl_pieces(p) if isinstance(p, ie.IntIndexValue) else p.to_isl()
+        except ie.NonAffineIndexExprError as exc:
+            why = getattr(exc, "message", str(exc))
+            raise ie.NonAffineIndexExprError(
+                f"{what} is read or defined at {naming.expr_word(p)}, which is not affine "
+                f"({why}). "
+                "Index expressions may add symbols, multiply them by constants, and use "
+                "// or % by constants, ie.min and ie.max", site=user_site()) from None
 
 
 def _neg_to_bound(var: ie.Symbol, x: Any) -> Any:
@@ -143,6 +162,7 @@ def setitem(x: RTBase, key: Any, value: Any) -> None:
     shifts: dict[str, tuple[ie.Symbol, int]] = {}
     if isinstance(key, ie.BooleanIndexValue | bool):
         check_symbols(ie.lift_to_bool_ie(key), f"condition {key}")
+        _check_affine(ie.lift_to_bool_ie(key), f"the definition of {label(x)}")
         cond = cond & ie.lift_to_bool_ie(key)
     else:
         keys = _expand_key(key, len(vars_))
@@ -154,6 +174,7 @@ def setitem(x: RTBase, key: Any, value: Any) -> None:
                 raise IndexExprError(f"definition key {k!r} for {v} must be a point",
                                      site=site)
             check_symbols(m, f"definition key {m}")
+            _check_affine(m, label(x))
             if isinstance(m, ie.Symbol) and m.name == v.name:
                 continue
             c = _shift_of(m, v)

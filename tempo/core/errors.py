@@ -3,9 +3,9 @@ the offending expression or shape, and the user's source line (found by `user_si
 
 from __future__ import annotations
 
+import linecache
 import os
 import sys
-import traceback
 
 _TEMPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -17,13 +17,19 @@ def called_from_tempo(depth: int) -> bool:
 
 
 def user_site(skip_tempo: bool = True) -> str:
-    """The innermost stack frame outside the tempo package, as 'file:line: code'."""
-    for frame in reversed(traceback.extract_stack()[:-1]):
-        path = os.path.abspath(frame.filename)
-        if skip_tempo and path.startswith(_TEMPO_ROOT + os.sep) and "/tests/" not in path:
-            continue
-        code = (frame.line or "").strip()
-        return f"{frame.filename}:{frame.lineno}: {code}"
+    """The innermost stack frame outside the tempo package, as 'file:line: code'. Frames
+    of dataclass machinery (generated `__init__`s, `dataclasses.replace`) are skipped too. Walks frames
+    directly: only the chosen line's text is read (every recorded op calls this)."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        name = frame.f_code.co_filename
+        generated = (name == "<string>" and frame.f_code.co_name == "__init__"
+                     or name.endswith(os.sep + "dataclasses.py"))
+        inside = skip_tempo and os.path.abspath(name).startswith(_TEMPO_ROOT + os.sep)
+        if not generated and not inside:
+            code = linecache.getline(name, frame.f_lineno).strip()
+            return f"{name}:{frame.f_lineno}: {code}"
+        frame = frame.f_back  # type: ignore[assignment]
     return "<unknown>"
 
 
