@@ -17,9 +17,9 @@ def called_from_tempo(depth: int) -> bool:
 
 
 def user_site(skip_tempo: bool = True) -> str:
-    """The innermost stack frame outside the tempo package, as 'file:line: code'. Frames
-    of dataclass machinery (generated `__init__`s, `dataclasses.replace`) are skipped too. Walks frames
-    directly: only the chosen line's text is read (every recorded op calls this)."""
+    """The innermost stack frame outside the tempo package, as 'file:line: code', skipping
+    dataclass machinery (generated `__init__`s, `dataclasses.replace`). Walks the frames
+    itself, so only the chosen line's text is read (every recorded op calls this)."""
     frame = sys._getframe(1)
     while frame is not None:
         name = frame.f_code.co_filename
