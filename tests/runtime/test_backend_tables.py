@@ -71,7 +71,7 @@ def test_unsupported_dtype_raises_backend_error_naming_the_op(backend: str, tmp_
     with pytest.raises(BackendError) as info:
         exe.execute()  # numpy, jax and torch all refuse `-` on bools
     msg = str(info.value)
-    assert "sub#" in msg and backend in msg and "test_backend_tables.py" in msg
+    assert "sub" in msg and backend in msg and "test_backend_tables.py" in msg
 
 
 def test_user_udf_errors_are_not_wrapped(tmp_path: Path) -> None:

@@ -8,7 +8,7 @@ from typing import Any
 
 import torch
 
-from tempo.core import ops
+from tempo.core import naming, ops
 from tempo.core.configs import ExecutionConfig
 from tempo.core.dl_backend import DLBackend
 from tempo.core.errors import BackendError, ShapeError, TempoError
@@ -115,8 +115,7 @@ class PythonExecutor(Executor):
         return BlockStore(dim, size, alloc, release, axis, move)
 
     def _describe(self, tid: TensorId) -> str:
-        op = self.sdg.ops[tid.op_id]
-        return f"tensor {tid!r} of {op!r} (created at {op.site})"
+        return naming.tensor_label(self.sdg, tid)
 
     def _nbytes_of(self, tid: TensorId) -> Any:
         if isinstance(self.sdg.ops[tid.op_id], ops.MergeOp):
@@ -131,10 +130,12 @@ class PythonExecutor(Executor):
 
     def _undefined(self, op_id: int, point: tuple) -> None:
         op = self.sdg.ops[op_id]
+        at = naming.point_word({v.name: p for v, p in zip(op.domain.variables, point)})
+        defs = "; ".join(naming.at_site(e.site) for e in self.sdg.in_edges[op_id] if e.site)
         raise UndefinedPointError(
-            f"recurrence {op!r} is read at point {point} where none of its branches holds "
-            f"(defined at {op.site})"
-        )
+            f"{naming.op_label(op, self.sdg.names)} is read at {at or 'its only point'}, where "
+            f"none of its definitions holds ({defs or 'it has none'}). Add a definition that "
+            "covers that point (e.g. a last `x[True] = ...`)", site=op.site)
 
     # ---------------------------------------------------------------- API
     def execute(self) -> None:
@@ -148,7 +149,8 @@ class PythonExecutor(Executor):
             if op is None or op.name in ("udf_source", "sink_udf", "map_udf"):
                 raise
             why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            raise BackendError(f"{self.cfg.backend} failed running {op!r}: {why}",
+            raise BackendError(f"the {self.cfg.backend} backend failed running "
+                               f"{naming.op_label(op, self.sdg.names)}: {why}",
                                site=op.site) from exc
 
     def _failing_op(self, exc: BaseException) -> ops.Op | None:
@@ -262,12 +264,15 @@ def _checked(op: ops.Op, kernel: Any, sdg: SDG, be: Any, bounds: dict[str, int])
                 want = tuple(info.shape.as_static())
                 if got != want:
                     raise ShapeError(
-                        f"{op!r} output {k} has shape {got}, inferred {want} (variables {names})",
+                        f"{naming.op_label(op, sdg.names)} computed output {k} of shape "
+                        f"{got}, but its shape was inferred as {want} (dims {names})",
                         site=op.site,
                     )
             if be.dtype_name(x) != info.dtype.name:
                 raise ShapeError(
-                    f"{op!r} output {k} has dtype {be.dtype_name(x)}, inferred {info.dtype}",
+                    f"{naming.op_label(op, sdg.names)} computed output {k} of dtype "
+                    f"{naming.dtype_word(be.dtype_name(x))}, but its dtype was inferred as "
+                    f"{naming.dtype_word(info.dtype)}",
                     site=op.site,
                 )
         return out
