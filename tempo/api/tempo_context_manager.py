@@ -160,7 +160,7 @@ class TempoContext:
         self, bounds: Mapping[Symbol, int] | None = None, use_active_config: bool = False
     ) -> Any:
         """Schedule and generate code for the recorded program; returns an Executor."""
-        from tempo.compiler.driver import compile_sdg
+        from tempo.api.compile_driver import compile_sdg
 
         cfg = self.execution_config
         if use_active_config and _stack():

@@ -9,6 +9,7 @@ from typing import Any
 import torch
 
 from tempo.api import RecurrentTensor, TempoContext
+from tempo.compiler.pipeline import CLEANUP
 
 
 def run(cfg: Any, num_dims: int, build: Callable[..., dict[str, RecurrentTensor]],
@@ -17,7 +18,7 @@ def run(cfg: Any, num_dims: int, build: Callable[..., dict[str, RecurrentTensor]
     stacked in domain order (bounds keyed by the position of the dimension).
 
     Runs the program three times — point stores with every pass off, block stores, and
-    with dead-code elimination, merge folding and garbage collection on — and requires all
+    with every clean-up pass of the compiler and garbage collection on — and requires all
     to agree bit for bit: each test checks every pipeline variant."""
     res = _run(cfg, num_dims, build, bounds)
     if not both_stores:  # the build has side effects (sinks into lists): run once
@@ -25,14 +26,17 @@ def run(cfg: Any, num_dims: int, build: Callable[..., dict[str, RecurrentTensor]
     block_cfg = dataclasses.replace(cfg, enable_hybrid_tensorstore=True, enable_inplace_write=True)
     blocked = _run(block_cfg, num_dims, build,
                    bounds)
-    optimised = _run(dataclasses.replace(
-        block_cfg, enable_dead_code_elim=True, enable_algebraic_optimizer=True, enable_gc=True,
-        enable_duplicate_code_elim=True,
-        executor_debug_mode=False), num_dims, build, bounds)
+    optimised = _run(all_passes(block_cfg), num_dims, build, bounds)
     for name in res:
         torch.testing.assert_close(blocked[name], res[name], rtol=0, atol=0)
         torch.testing.assert_close(optimised[name], res[name], rtol=0, atol=0)
     return res
+
+
+def all_passes(cfg: Any) -> Any:
+    """`cfg` with every clean-up pass of the compiler and garbage collection on."""
+    on = {p.flag: True for p in CLEANUP if p.flag}
+    return dataclasses.replace(cfg, **on, enable_gc=True, executor_debug_mode=False)
 
 
 def _run(cfg: Any, num_dims: int, build: Callable[..., dict[str, RecurrentTensor]],
