@@ -58,7 +58,8 @@ def _symbolic_member(var: ie.Symbol, k: Any, what: str) -> ie.IndexAtom:
                              "positions", site=user_site())
     if isinstance(k, slice):
         if k.step not in (None, 1):
-            raise IndexExprError(f"{what}: slices need step 1, got {k}", site=user_site())
+            raise IndexExprError(f"slices of the symbolic dims of {what} need step 1, got "
+                                 f"step {k.step}", site=user_site())
         start = var.as_bound() * 0 if k.start is None else _neg_to_bound(var, k.start)
         stop = var.as_bound() if k.stop is None else _neg_to_bound(var, k.stop)
         member = ie.slice_(start, stop)
@@ -70,7 +71,7 @@ def _symbolic_member(var: ie.Symbol, k: Any, what: str) -> ie.IndexAtom:
         member = k
     else:
         raise IndexExprError(f"{what}: cannot index a symbolic dim with {k!r}", site=user_site())
-    check_symbols(member, f"{what}[{member}]")
+    check_symbols(member, f"the index [{naming.expr_word(member)}] of {what}")
     _check_affine(member, what)
     return member
 

@@ -164,7 +164,9 @@ def lift(x: Any) -> RecurrentTensor:
         return creation.const(x)
     if type(x).__module__.startswith("torch"):
         return creation.const(x.detach().cpu().numpy())
-    raise TypeError(f"cannot lift {type(x).__name__} to a RecurrentTensor")
+    raise DTypeError(f"cannot use a {type(x).__name__} ({x!r:.40}) as a tensor: operands must "
+                     "be RecurrentTensors, index expressions, Python numbers or bools, lists "
+                     "or arrays", site=user_site())
 
 
 def combine_requires_grad(xs: Sequence[RTBase]) -> bool | None:

@@ -32,7 +32,7 @@ def where(site: str | None) -> str:
 def code(site: str | None) -> str:
     """The user's source text at a site, shortened to one readable line."""
     parts = site_parts(site)
-    text = "" if parts is None else parts[2]
+    text = "" if parts is None else _without_comment(parts[2])
     return text if len(text) <= _MAX_CODE else text[: _MAX_CODE - 3] + "..."
 
 
@@ -118,6 +118,19 @@ def shape_word(shape: Any) -> str:
 def point_word(values: Mapping[str, int]) -> str:
     """A point as 't = 5, b = 0'."""
     return ", ".join(f"{k} = {v}" for k, v in values.items())
+
+
+def _without_comment(line: str) -> str:
+    """The code of a line without a trailing `# comment` (a '#' inside quotes stays)."""
+    quote = ""
+    for i, ch in enumerate(line):
+        if quote:
+            quote = "" if ch == quote and line[i - 1] != "\\" else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch == "#":
+            return line[:i].rstrip()
+    return line
 
 
 def _balanced(s: str) -> bool:
