@@ -20,15 +20,17 @@ from tempo.core.errors import DTypeError, ShapeError
 from tempo.core.index_expr import Symbol
 
 
-def guard_udf(op: ops.Op, bound_values: Mapping[Symbol, int]) -> ops.Op:
-    """`op` with its user function wrapped by a result check (other ops unchanged)."""
+def guard_udf(op: ops.Op, bound_values: Mapping[Symbol, int],
+              names: Mapping[int, str] | None = None) -> ops.Op:
+    """`op` with its user function wrapped by a result check (other ops unchanged);
+    `names` are the user's `name=`s by op id, for the message."""
     if not isinstance(op, ops.UDFSourceOp | ops.MapUDFOp):
         return op
-    return dataclasses.replace(op, fn=_checked(op, bound_values))
+    return dataclasses.replace(op, fn=_checked(op, bound_values, (names or {}).get(op.op_id)))
 
 
-def _checked(op: ops.UDFSourceOp | ops.MapUDFOp, bound_values: Mapping[Symbol, int]
-             ) -> Callable[..., Any]:
+def _checked(op: ops.UDFSourceOp | ops.MapUDFOp, bound_values: Mapping[Symbol, int],
+             name: str | None) -> Callable[..., Any]:
     fn, declared = op.fn, op.shape
     static = tuple(declared.as_static()) if declared.is_static() else None
     kind_ok: dict[Any, bool] = {}
@@ -39,7 +41,7 @@ def _checked(op: ops.UDFSourceOp | ops.MapUDFOp, bound_values: Mapping[Symbol, i
         if shape != static:
             want = static if static is not None else _resolve(declared, bound_values, args)
             if not _fits(shape, want):
-                raise ShapeError(_message(op, f"shape {naming.shape_word(shape)}",
+                raise ShapeError(_message(op, name, f"shape {naming.shape_word(shape)}",
                                           f"shape {naming.shape_word(want)}"), site=op.site)
         dt = getattr(out, "dtype", None)
         key = dt if dt is not None else type(out)
@@ -48,21 +50,22 @@ def _checked(op: ops.UDFSourceOp | ops.MapUDFOp, bound_values: Mapping[Symbol, i
             ok = kind_ok[key] = _same_kind(out, op.dtype)
         if not ok:
             got = naming.dtype_word(_dtype_of(out))
-            raise DTypeError(_message(op, f"dtype {got}",
+            raise DTypeError(_message(op, name, f"dtype {got}",
                                       f"dtype {naming.dtype_word(op.dtype)}"), site=op.site)
         return out
 
     return run
 
 
-def _message(op: ops.Op, got: str, want: str) -> str:
+def _message(op: ops.Op, name: str | None, got: str, want: str) -> str:
     fn = getattr(op, "fn", None)
     code = getattr(fn, "__code__", None)
-    name = getattr(fn, "__name__", "function")
-    what = "a lambda" if name == "<lambda>" else f"`{name}`"
+    fn_name = getattr(fn, "__name__", "function")
+    what = "a lambda" if fn_name == "<lambda>" else f"`{fn_name}`"
     if code is not None:
         what += f" (defined at {os.path.basename(code.co_filename)}:{code.co_firstlineno})"
-    return (f"the function given to {naming.kind(op)} {naming.at_site(op.site)} is {what}; "
+    source = f"'{name}' ({naming.at_site(op.site)})" if name else naming.at_site(op.site)
+    return (f"the function given to {naming.kind(op)} {source} is {what}; "
             f"it returned a value of {got}, but {naming.kind(op)} declared {want}. Return "
             "what you declared (or declare what it returns)")
 

@@ -433,15 +433,16 @@ def test_user_mistake(case: Callable[[ExecutionConfig], None], cls: type[Excepti
         assert w in msg, (w, msg)
 
 
-def test_a_name_given_by_the_user_is_used() -> None:
-    from tempo.api.tensor_base import set_name
-
-    ctx = TempoContext(ExecutionConfig.test_cfg(), num_dims=1, dim_names=("t",))
-    ((t, T),) = ctx.variables_and_bounds
+def test_a_name_given_by_the_user_is_used(cfg: ExecutionConfig) -> None:
+    ctx, t, T = ctx1(cfg)
     with ctx:
-        h = set_name(RT.placeholder((3,), dtypes.float32, domain=(t,)), "hidden")
+        h = RT.placeholder((3,), dtypes.float32, domain=(t,), name="hidden")
         with pytest.raises(errors.ShapeError, match="'hidden'"):
             h[True] = RT.zeros((2,))
+        x = RT.source_udf(lambda: torch.zeros(2), (3,), dtypes.float32, (t,), name="frames")
+        sink(x + 1.0)
+    with pytest.raises(errors.ShapeError, match="'frames'"):
+        ctx.compile({T: 2}).execute()
 
 
 def test_dims_print_by_their_names() -> None:
