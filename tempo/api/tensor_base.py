@@ -184,7 +184,7 @@ def record(
     """Add one op reading `inputs` (at their index expressions); return its outputs."""
     ctx = active_ctx()
     sdg = ctx.sdg
-    xs = [lift(x) for x in inputs]
+    xs = promote(op_cls, [lift(x) for x in inputs], params)
     dom = union_domains([x.domain for x in xs] + ([domain] if domain is not None else []))
     site = user_site()
     op = op_cls(op_id=sdg.new_id(), domain=dom, site=site, tags=ctx.current_tags, **params)
@@ -203,6 +203,14 @@ def record(
 
     note_record(ctx, op.op_id, xs, outs)
     return outs
+
+
+def promote(op_cls: type[ops.Op], xs: list[RecurrentTensor],
+            params: dict[str, Any]) -> list[RecurrentTensor]:
+    """Cast the inputs to the dtypes the op computes in (`Op.input_dtypes`): the one place
+    dtype promotion happens, so every backend's kernels see the same dtypes."""
+    want = op_cls.input_dtypes([x.dtype for x in xs], **params)
+    return [x if x.dtype == dt else record1(ops.CastOp, [x], dtype=dt) for x, dt in zip(xs, want)]
 
 
 def label(x: RTBase) -> str:

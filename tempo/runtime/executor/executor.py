@@ -13,6 +13,7 @@ from tempo.core.configs import ExecutionConfig
 from tempo.core.dl_backend import DLBackend
 from tempo.core.errors import BackendError, ShapeError, TempoError
 from tempo.core.sdg import SDG, TensorId
+from tempo.runtime.backends.protocol import Backend, Kernel
 from tempo.runtime.codegen import Generated, UndefinedPointError, generate
 from tempo.runtime.missing import bad_index_error, no_value_error, removed_error
 from tempo.runtime.stores import BlockStore, MemoryAccountant, TrackedStore
@@ -23,6 +24,8 @@ from tempo.schedule.scheduler import Schedule
 
 class Executor(abc.ABC):
     """What `ctx.compile()` returns (API.md §4.1)."""
+
+    backend: Backend
 
     @abc.abstractmethod
     def execute(self) -> None: ...
@@ -36,10 +39,7 @@ class Executor(abc.ABC):
     def get_spatial_tensor_torch(self, tensor_id: TensorId, index: tuple = ()) -> torch.Tensor:
         """The stored value as a torch tensor (through DLPack for jax and numpy)."""
         x = self.get_spatial_tensor(tensor_id, index)
-        if isinstance(x, torch.Tensor):
-            return x
-        to_torch = getattr(getattr(self, "backend", None), "to_torch", None)
-        return to_torch(x) if to_torch is not None else torch.from_dlpack(x)
+        return x if isinstance(x, torch.Tensor) else self.backend.to_torch(x)
 
     def shutdown(self) -> None:
         """Release stored tensors."""
@@ -64,9 +64,7 @@ class PythonExecutor(Executor):
         self.schedule = schedule
         self.cfg = cfg
         self.bounds = bounds
-        be_cls = DLBackend.get_backend(cfg.backend)
-        make = getattr(be_cls, "from_config", None)
-        self.backend = make(cfg) if make is not None else be_cls(dev=cfg.dev, seed=cfg.seed)
+        self.backend = DLBackend.get_backend(cfg.backend).from_config(cfg)
         self.accountant = MemoryAccountant(cfg.device_memory_cap_bytes, self._describe)
         tracked = cfg.device_memory_cap_bytes is not None or cfg.executor_debug_mode
         self.stores: dict[TensorId, Any] = {}
@@ -91,28 +89,27 @@ class PythonExecutor(Executor):
     def _block_store(self, tid: TensorId, tracked: bool) -> BlockStore | None:
         """A block store where the storage pass chose one and the backend writes in place."""
         dim = self.sdg.block_stores.get(tid)
-        alloc_block = getattr(self.backend, "alloc_block", None)
-        if dim is None or alloc_block is None:
+        be = self.backend
+        if dim is None or not be.block_stores:
             return None
         op = self.sdg.ops[tid.op_id]
         var = op.domain.variables[dim]
         size = int(op.domain.bound_of(var).evaluate(self._bound_values()))
         info = self.sdg.tensors[tid]
         shape, dt = tuple(info.shape.as_static()), info.dtype
-        move = getattr(self.backend, "move_to_front", None)
-        axis = max(len(shape) - 1, 0) if move is not None else 0
+        axis = max(len(shape) - 1, 0)
 
         def alloc(n: int) -> Any:
-            buf = alloc_block(n, shape[:axis] + (n,) + shape[axis:], dt, at_front=False)
+            buf = be.alloc_block(n, shape[:axis] + (n,) + shape[axis:], dt, at_front=False)
             if tracked:
-                self.accountant.charge(tid, self.backend.nbytes(buf))
+                self.accountant.charge(tid, be.nbytes(buf))
             return buf
 
         def release(buf: Any) -> None:
             if tracked:
-                self.accountant.credit(self.backend.nbytes(buf))
+                self.accountant.credit(be.nbytes(buf))
 
-        return BlockStore(dim, size, alloc, release, axis, move)
+        return BlockStore(dim, size, alloc, release, axis, be.move_to_front)
 
     def _describe(self, tid: TensorId) -> str:
         return naming.tensor_label(self.sdg, tid)
@@ -122,8 +119,8 @@ class PythonExecutor(Executor):
             return lambda x: 0  # a recurrence aliases its branch's tensor
         return self.backend.nbytes
 
-    def _kernel(self, op: ops.Op) -> Any:
-        k = self.backend.kernel(guard_udf(op, self._bound_values(), self.sdg.names))
+    def _kernel(self, op: ops.Op) -> Kernel:
+        k = self.backend.kernel(guard_udf(op, self._bound_values()))
         if self.cfg.executor_debug_mode and op.num_outputs > 0:
             return _checked(op, k, self.sdg, self.backend, self.bounds)
         return k
@@ -250,7 +247,8 @@ def _bound_symbols(sdg: SDG) -> list[Any]:
     return [v.as_bound() for v in sdg.universe.variables]
 
 
-def _checked(op: ops.Op, kernel: Any, sdg: SDG, be: Any, bounds: dict[str, int]) -> Any:
+def _checked(op: ops.Op, kernel: Kernel, sdg: SDG, be: Backend,
+             bounds: dict[str, int]) -> Kernel:
     """Debug mode: check every kernel result against the inferred shape and dtype."""
     infos = [sdg.tensors[TensorId(op.op_id, k)] for k in range(op.num_outputs)]
     names = [v.name for v in op.domain.variables]

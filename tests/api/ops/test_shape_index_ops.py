@@ -9,7 +9,7 @@ import torch.nn.functional as F  # noqa: N812
 from op_harness import assert_same, make_input, run_static
 
 import tempo.api.recurrent_tensor as tpo
-from tempo.core.errors import BackendError, TempoError
+from tempo.core.errors import DTypeError, TempoError
 
 DTYPES = [torch.bool, torch.int64, torch.float32, torch.float64]
 
@@ -114,10 +114,22 @@ def test_matmul(shapes: tuple, dtype: torch.dtype) -> None:
     assert_same(run_static(lambda a, b: a @ b, x, y), want, rtol=1e-5, atol=1e-5)
 
 
-def test_matmul_bool_is_backend_error() -> None:
+@pytest.mark.parametrize("backend", ["torch", "jax", "numpy"])
+def test_matmul_bool_is_dtype_error(backend: str) -> None:
+    """torch has no bool matmul; numpy and jax would compute one: every backend refuses it
+    when the op is recorded."""
     x = make_input((3, 4), torch.bool)
-    with pytest.raises(BackendError):
-        run_static(lambda a: tpo.matmul(a, a.transpose()), x)
+    with pytest.raises(DTypeError):
+        run_static(lambda a: tpo.matmul(a, a.transpose()), x, backend=backend)
+
+
+@pytest.mark.parametrize("backend", ["torch", "jax", "numpy"])
+def test_matmul_int64_float32_promotes(backend: str) -> None:
+    """int64 @ float32 is float32 on every backend, as `MatMulOp.infer` promises (torch's
+    own matmul refuses mixed dtypes)."""
+    x, y = make_input((3, 4), torch.int64, 1), make_input((4, 2), torch.float32, 2)
+    got = run_static(lambda a, b: a @ b, x, y, backend=backend)
+    assert_same(got, x.float() @ y, rtol=1e-6, atol=1e-5)
 
 
 CONVS = [  # (n, input shape, weight shape, kwargs)
