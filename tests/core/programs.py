@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import importlib
+import inspect
 from collections.abc import Callable
 from typing import Any
 
@@ -41,6 +43,13 @@ def all_passes(cfg: Any) -> Any:
 
 def _run(cfg: Any, num_dims: int, build: Callable[..., dict[str, RecurrentTensor]],
          bounds: dict[int, int]) -> dict[str, torch.Tensor]:
+    return run_once(cfg, num_dims, build, bounds)[0]
+
+
+def run_once(cfg: Any, num_dims: int, build: Callable[..., dict[str, RecurrentTensor]],
+             bounds: dict[int, int]) -> tuple[dict[str, torch.Tensor], Any]:
+    """One compile and run under `cfg`: every named tensor (kept from elimination) and the
+    executor (whose `sdg` is the graph the passes left)."""
     ctx = TempoContext(cfg, num_dims=num_dims)
     pairs = ctx.variables_and_bounds
     with ctx:
@@ -53,7 +62,19 @@ def _run(cfg: Any, num_dims: int, build: Callable[..., dict[str, RecurrentTensor
         dom = rt.unindexed_domain
         idx = tuple(slice(0, bounds[ctx.variables.index(v)]) for v in dom.variables)
         res[name] = exe.get_spatial_tensor_torch(rt.tensor_id, idx)
-    return res
+    return res, exe
+
+
+def program_tests() -> list[tuple[str, Callable[[Any], None]]]:
+    """Every program test of tests/core (a `test_*` function taking only `cfg`), so other
+    suites can run them all under other configurations."""
+    found = []
+    for mod_name in ("test_programs_temporal", "test_programs_spatial"):
+        mod = importlib.import_module(mod_name)
+        for name, fn in sorted(inspect.getmembers(mod, inspect.isfunction)):
+            if name.startswith("test_") and list(inspect.signature(fn).parameters) == ["cfg"]:
+                found.append((f"{mod_name}::{name}", fn))
+    return found
 
 
 def close(a: torch.Tensor, b: torch.Tensor, atol: float = 1e-5) -> None:
