@@ -1,16 +1,15 @@
-"""Names of the deep-learning backends and the registry the runtime fills with them.
-Core never imports the runtime statically; `get_backend` loads it on first use."""
+"""Names of the deep-learning backends (`DLBackendName`, which configs use).
+
+The registry of backend classes lives in the runtime (`tempo.runtime.backend_registry`):
+core loads no backend. `DLBackend` stays importable from here because API.md §0 lists
+this path; it is resolved on first access (a re-export, not a dependency of core)."""
 
 from __future__ import annotations
 
-import importlib
 from enum import Enum
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from tempo.core.errors import ConfigError, user_site
-
-if TYPE_CHECKING:
-    from tempo.runtime.backends.protocol import Backend
 
 _ALIASES = {"torch": "TORCH", "pytorch": "TORCH", "jax": "JAX", "xla": "JAX",
             "numpy": "NUMPY", "np": "NUMPY"}
@@ -43,38 +42,10 @@ class DLBackendName(Enum):
         return self.value
 
 
-class DLBackend:
-    """Registry of backend classes by name; `runtime.backends` registers them on import.
+def __getattr__(name: str) -> Any:
+    """`DLBackend`: the runtime's registry, under its user-facing import path."""
+    if name == "DLBackend":
+        from tempo.runtime.backend_registry import DLBackend
 
-    A backend may be registered lazily as "module:Class" (jax takes ~2 s to import): the
-    class is imported on the first `get_backend` and replaces the string in the registry."""
-
-    _registry: dict[DLBackendName, Any] = {}
-    _RUNTIME_MODULE = "tempo.runtime.backends"
-
-    @staticmethod
-    def register(name: str | DLBackendName, cls: Any) -> Any:
-        """Record `cls` (a class, or a lazy "module:Class" reference) as the backend for
-        `name`; returns `cls` so it works as a helper."""
-        DLBackend._registry[DLBackendName.from_(name)] = cls
-        return cls
-
-    @staticmethod
-    def get_backend(name: str | DLBackendName) -> type[Backend]:
-        """The backend class for `name`, importing the runtime's backends on first use.
-        Its conversions are static: `DLBackend.get_backend("torch").from_dlpack(x)`."""
-        key = DLBackendName.from_(name)
-        if key not in DLBackend._registry:
-            importlib.import_module(DLBackend._RUNTIME_MODULE)
-        cls = DLBackend._registry.get(key)
-        if isinstance(cls, str):
-            module, _, attr = cls.partition(":")
-            cls = getattr(importlib.import_module(module), attr)
-            DLBackend._registry[key] = cls
-        if cls is None:
-            raise ConfigError(f"backend {key.value!r} is not available", site=user_site())
-        return cls  # type: ignore[no-any-return]  # registry values are backend classes
-
-    @staticmethod
-    def registered() -> tuple[DLBackendName, ...]:
-        return tuple(DLBackend._registry)
+        return DLBackend
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

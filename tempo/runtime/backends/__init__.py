@@ -1,10 +1,10 @@
-"""Backends register themselves with `tempo.core.dl_backend.DLBackend` on import; all
+"""Backends register themselves with `tempo.runtime.backend_registry.DLBackend` on import; all
 implement `tempo.runtime.backends.protocol.Backend`.
 
 JAX takes ~2 s to import, so it is registered lazily by name: `DLBackend.get_backend`
 imports `JaxBackend` on first use."""
 
-from tempo.core.dl_backend import DLBackend
+from tempo.runtime.backend_registry import DLBackend
 from tempo.runtime.backends import numpy as _numpy  # noqa: F401
 from tempo.runtime.backends import torch as _torch  # noqa: F401
 from tempo.runtime.backends.protocol import Backend, Kernel

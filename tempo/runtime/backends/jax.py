@@ -24,9 +24,9 @@ import numpy as np
 from jax import lax
 
 from tempo.core import ops
-from tempo.core.dl_backend import DLBackend
 from tempo.core.dtype import DataType, dtypes
 from tempo.core.errors import BackendError, UnsupportedError
+from tempo.runtime.backend_registry import DLBackend
 from tempo.runtime.backends import common as c
 from tempo.runtime.backends.numpy_conv import transposed_padding, transposed_weight
 from tempo.runtime.backends.protocol import Kernel

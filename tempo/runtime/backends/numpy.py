@@ -16,9 +16,9 @@ from typing import Any, ClassVar
 import numpy as np
 
 from tempo.core import ops
-from tempo.core.dl_backend import DLBackend
 from tempo.core.dtype import DataType
 from tempo.core.errors import BackendError
+from tempo.runtime.backend_registry import DLBackend
 from tempo.runtime.backends import common as c
 from tempo.runtime.backends.numpy_conv import conv_kernel
 from tempo.runtime.backends.protocol import Kernel

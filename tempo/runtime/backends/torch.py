@@ -15,9 +15,9 @@ import torch
 import torch.nn.functional as F  # noqa: N812
 
 from tempo.core import ops
-from tempo.core.dl_backend import DLBackend
 from tempo.core.dtype import DataType
 from tempo.core.errors import BackendError
+from tempo.runtime.backend_registry import DLBackend
 from tempo.runtime.backends import common as c
 from tempo.runtime.backends.protocol import Kernel
 

@@ -10,9 +10,9 @@ import torch
 
 from tempo.core import naming, ops
 from tempo.core.configs import ExecutionConfig
-from tempo.core.dl_backend import DLBackend
 from tempo.core.errors import BackendError, ShapeError, TempoError
 from tempo.core.sdg import SDG, TensorId
+from tempo.runtime.backend_registry import DLBackend
 from tempo.runtime.backends.protocol import Backend, Kernel
 from tempo.runtime.codegen import Generated, UndefinedPointError, generate
 from tempo.runtime.missing import bad_index_error, no_value_error, removed_error
