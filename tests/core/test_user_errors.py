@@ -290,6 +290,16 @@ def backward_of_a_non_scalar(cfg: ExecutionConfig) -> None:
         loss.backward()  # MISTAKE
 
 
+def optimizer_step_without_backward(cfg: ExecutionConfig) -> None:
+    from tempo.api.nn import Linear
+    from tempo.api.optim.optim import SGD
+
+    ctx, t, T = ctx1(cfg)
+    with ctx:
+        layer = Linear(2, 3, domain=(t,))
+        SGD(layer.parameters, lr=0.1).step()  # MISTAKE
+
+
 # ---------------------------------------------------------------- user functions
 def source_udf_of_the_wrong_shape(cfg: ExecutionConfig) -> None:
     ctx, t, T = ctx1(cfg)
@@ -394,6 +404,7 @@ CASES: list[tuple[Callable[[ExecutionConfig], None], type[Exception], tuple[str,
     (adding_a_string, errors.DTypeError, ("str",)),
     (cast_to_an_unknown_dtype, errors.DTypeError, ("float33",)),
     (backward_of_a_non_scalar, errors.ShapeError, ("scalar",)),
+    (optimizer_step_without_backward, errors.TempoError, (".grad", "backward()")),
     (source_udf_of_the_wrong_shape, errors.ShapeError, ("(4,)", "(3,)", "source_udf")),
     (source_with_ts_udf_of_the_wrong_dtype, errors.DTypeError, ("int64", "float32")),
     (map_udf_of_the_wrong_shape, errors.ShapeError, ("()", "(3,)", "map_udf")),

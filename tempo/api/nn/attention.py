@@ -11,7 +11,9 @@ from tempo.api.nn.init import InitFn
 from tempo.api.nn.linear import Linear
 from tempo.api.nn.module import Module
 from tempo.api.nn.rope import RopeScalingParams, RotaryPositionalEmbeddings
+from tempo.api.tensor_base import label
 from tempo.core import index_expr as ie
+from tempo.core import naming
 from tempo.core.domain import DomainLike
 from tempo.core.dtype import DataTypeLike
 from tempo.core.errors import ShapeError, TempoError, user_site
@@ -87,7 +89,8 @@ class MultiHeadAttention(Module):
         dom = x.unindexed_domain
         if not dom.has_dim(t):
             raise ShapeError(
-                f"attention input {x.tensor_id!r} has domain {dom} without the sequence dim {t}",
+                f"the attention input {label(x)} has domain {naming.domain_word(dom)}, "
+                f"without the sequence dim {t}",
                 site=user_site(),
             )
         key = tuple(pattern if v.name == t.name else v for v in dom.variables)

@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 from tempo.api.nn.module import origin_condition, update_prev_index
 from tempo.api.nn.utils import clip_norm, total_norm
+from tempo.api.tensor_base import label
+from tempo.core import naming
 from tempo.core.domain import Domain, DomainLike
 from tempo.core.errors import DomainError, TempoError, user_site
 
@@ -42,8 +44,8 @@ class Optimizer(abc.ABC):
         for p in self.params[1:]:
             if p.unindexed_domain != self.domain:
                 raise DomainError(
-                    f"all parameters must share one domain: {self.domain} vs "
-                    f"{p.unindexed_domain} ({p.tensor_id!r})",
+                    f"all parameters must share one domain: {naming.domain_word(self.domain)} "
+                    f"vs {naming.domain_word(p.unindexed_domain)} ({label(p)})",
                     site=user_site(),
                 )
         indep = Domain.from_(independent_domain, none_is_empty=True)
@@ -78,7 +80,7 @@ class Optimizer(abc.ABC):
         for p in self.params:
             if p.grad is None:
                 raise TempoError(
-                    f"parameter {p.tensor_id!r} has no .grad: call "
+                    f"the parameter {label(p)} has no .grad: call "
                     "loss.backward() before optimizer.step()",
                     site=user_site(),
                 )
