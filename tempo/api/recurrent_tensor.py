@@ -3,6 +3,7 @@ function (`import tempo.api.recurrent_tensor as tpo; tpo.softmax(x)`)."""
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 from tempo.api import indexing
@@ -10,6 +11,7 @@ from tempo.api.autodiff import AutodiffOps
 from tempo.api.autodiff.tape import note_branch
 from tempo.api.ops import conv as _conv
 from tempo.api.ops import creation
+from tempo.api.ops import elementwise as _elementwise
 from tempo.api.ops import indexing_ops as _indexing
 from tempo.api.ops import init as _init
 from tempo.api.ops import random as _random
@@ -130,6 +132,11 @@ def _module_fn(name: str) -> Any:
 
     fn.__name__ = name
     fn.__doc__ = method.__doc__
+    sig = inspect.signature(method)
+    params = list(sig.parameters.values())
+    if params and params[0].name == "self":  # the tensor is the first argument: `x`
+        params[0] = params[0].replace(name="x")
+    fn.__signature__ = sig.replace(parameters=params)  # type: ignore[attr-defined]
     return fn
 
 
@@ -138,7 +145,7 @@ for _name in _METHODS:
 
 cat = RecurrentTensor.cat
 stack = RecurrentTensor.stack
-where = RecurrentTensor.where
+where = _elementwise.where
 sink_many_udf = RecurrentTensor.sink_many_udf
 sink_many_with_ts_udf = RecurrentTensor.sink_many_with_ts_udf
 barrier = RecurrentTensor.barrier

@@ -3,6 +3,7 @@ copy over unchanged; the bias is stored broadcastable as (out, 1, ...)."""
 
 from __future__ import annotations
 
+import inspect
 import math
 from typing import TYPE_CHECKING, Any
 
@@ -123,6 +124,19 @@ class Conv3d(_ConvNd):
         **kwargs: Any,
     ) -> None:
         super().__init__(in_channels, out_channels, kernel_size, *args, **kwargs)
+
+
+def _kernel_size_3(cls: type[_ConvNd]) -> None:
+    """Show the full argument list (kernel_size defaulting to 3) on a class whose __init__
+    forwards *args/**kwargs to `_ConvNd.__init__`, for `inspect.signature` and IDEs."""
+    sig = inspect.signature(_ConvNd.__init__)
+    params = [p.replace(default=3) if p.name == "kernel_size" else p
+              for p in sig.parameters.values()]
+    cls.__init__.__signature__ = sig.replace(parameters=params)  # type: ignore[attr-defined]
+
+
+_kernel_size_3(Conv2d)
+_kernel_size_3(Conv3d)
 
 
 class ConvTransposed1d(Conv1d):

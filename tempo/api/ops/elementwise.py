@@ -196,21 +196,22 @@ class ElementwiseOps:
 
     mod = remainder
 
-    def pow_(self, y: Any) -> RecurrentTensor:
+    def pow_(self, exponent: Any) -> RecurrentTensor:
         """Literal exponents 0, 1, 2 and 0.5 are special-cased (API §3.8), with the dtype the
         general path gives (`int64 ** 2.0` is float32, as in torch)."""
-        if isinstance(y, int | float) and not isinstance(y, bool) and y in (0, 1, 2, 0.5):
+        if isinstance(exponent, int | float) and not isinstance(exponent, bool) \
+                and exponent in (0, 1, 2, 0.5):
             x = lift(self)
-            dt = _scalar_dtype(y, x)
-            if y == 0:
+            dt = _scalar_dtype(exponent, x)
+            if exponent == 0:
                 from tempo.api.ops.creation import ones
 
                 return ones(x.shape, dt)
-            if y == 0.5:
+            if exponent == 0.5:
                 return unary("sqrt", x)
             x = cast(x, dt)
-            return x if y == 1 else x.square()
-        return binary("pow", self, y)
+            return x if exponent == 1 else x.square()
+        return binary("pow", self, exponent)
 
     def square(self) -> RecurrentTensor:
         """x * x; bools square as ints (as torch.square)."""

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeAlias
 
 from tempo.core.errors import IndexExprError
@@ -194,7 +194,20 @@ class IndexValue(IndexAtom):
     """A scalar-valued expression (integer or boolean)."""
 
 
+def nary_operands(node: object, args: tuple[Any, ...], kw: dict[str, Any],
+                  lift: Callable[[Any], Any]) -> tuple[Any, ...]:
+    """The operands of an n-ary node written `Node(a, b, ...)`, `Node((a, b, ...))` or
+    `Node(operands=...)` (programs use all three), each lifted to an index expression."""
+    ops = kw.pop("operands", args)
+    if kw:
+        raise TypeError(f"{type(node).__name__}() got unexpected arguments {sorted(kw)}")
+    if len(ops) == 1 and isinstance(ops[0], tuple | list):
+        ops = ops[0]
+    return tuple(lift(o) for o in ops)
+
+
 # Call-time dependencies, imported last to close the node <-> constructor cycle (see __init__).
 from tempo.core.index_expr.bool_nodes import BooleanIndexValue  # noqa: E402
 from tempo.core.index_expr.functions import lift_to_ie  # noqa: E402
 from tempo.core.index_expr.int_nodes import IntIndexValue, Symbol  # noqa: E402
+

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tempo.core.errors import IndexExprError, user_site
-from tempo.core.index_expr.base import BoolLike, IndexExpr, IndexValue
+from tempo.core.index_expr.base import BoolLike, IndexExpr, IndexValue, nary_operands
 
 # ----------------------------------------------------------------------------- booleans
 
@@ -171,6 +171,10 @@ class _BoolNary(BooleanIndexValue):
     operands: tuple[BooleanIndexValue, ...]
 
     PY = "?"
+
+    def __init__(self, *operands: Any, **kw: Any) -> None:
+        """`And(a, b, ...)` as programs write it, or `And((a, b, ...))` (one sequence)."""
+        object.__setattr__(self, "operands", nary_operands(self, operands, kw, lift_to_bool_ie))
 
     def children(self) -> tuple[IndexExpr, ...]:
         return self.operands

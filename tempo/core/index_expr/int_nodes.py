@@ -19,6 +19,7 @@ from tempo.core.index_expr.base import (
     NonAffineIndexExprError,
     Number,
     _and_opt,
+    nary_operands,
 )
 
 # ----------------------------------------------------------------------------- integer values
@@ -437,6 +438,10 @@ class Floor(_IntUnary):
 @dataclass(frozen=True, eq=False, repr=False)
 class _MinMax(IntIndexValue):
     operands: tuple[IntIndexValue, ...]
+
+    def __init__(self, *operands: Any, **kw: Any) -> None:
+        """`Min(operands)` (one sequence, API.md §2.1) or `Min(a, b, ...)`."""
+        object.__setattr__(self, "operands", nary_operands(self, operands, kw, lift_to_int_ie))
 
     FN = staticmethod(builtins.min)
     NAME = "min"

@@ -210,9 +210,10 @@ def _as_jax(r: Any, dt: np.dtype, dev: Any) -> jax.Array:
     return jax.device_put(jnp.asarray(r, dtype=dt), dev)
 
 
-def _udf_source(op: ops.UDFSourceOp, be: JaxBackend) -> Kernel:
+def _udf_source(op: ops.UDFSourceOp | ops.MapUDFOp, be: JaxBackend) -> Kernel:
+    """A user function's result as an array of the declared dtype (sources and maps)."""
     dt, dev, fn = be.dtype(op.dtype), be.device, op.fn
-    return lambda *ts: _as_jax(fn(*ts), dt, dev)
+    return lambda *args: _as_jax(fn(*args), dt, dev)
 
 
 def _ident(op: ops.Op, be: JaxBackend) -> Kernel:
@@ -475,7 +476,7 @@ KERNELS: dict[str, Factory] = {
     "matmul": _matmul,
     "conv": _conv,
     "sink_udf": lambda op, be: op.fn,
-    "map_udf": lambda op, be: op.fn,
+    "map_udf": _udf_source,
     "barrier": lambda op, be: lambda *xs: None,
 }
 

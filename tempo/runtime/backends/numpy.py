@@ -202,14 +202,10 @@ def user_array(r: Any, dt: np.dtype | None = None) -> np.ndarray:
     return np.array(r) if any(s < 0 for s in r.strides) else r
 
 
-def _udf_source(op: ops.UDFSourceOp, be: NumpyBackend) -> Kernel:
+def _udf_source(op: ops.UDFSourceOp | ops.MapUDFOp, be: NumpyBackend) -> Kernel:
+    """A user function's result as an array of the declared dtype (sources and maps)."""
     dt, fn = be.dtype(op.dtype), op.fn
-    return lambda *ts: user_array(fn(*ts), dt)
-
-
-def _map_udf(op: ops.MapUDFOp, be: NumpyBackend) -> Kernel:
-    fn = op.fn
-    return lambda *args: user_array(fn(*args))
+    return lambda *args: user_array(fn(*args), dt)
 
 
 def _ident(op: ops.Op, be: NumpyBackend) -> Kernel:
@@ -478,7 +474,7 @@ KERNELS: dict[str, Factory] = {
     "matmul": _matmul,
     "conv": lambda op, be: conv_kernel(op),
     "sink_udf": lambda op, be: op.fn,
-    "map_udf": _map_udf,
+    "map_udf": _udf_source,
     "barrier": lambda op, be: lambda *xs: None,
 }
 

@@ -179,11 +179,13 @@ def _eval_symbol(op: ops.EvalSymbolOp, be: TorchBackend) -> Kernel:
     return eval_symbol
 
 
-def _udf_source(op: ops.UDFSourceOp, be: TorchBackend) -> Kernel:
+def _udf_source(op: ops.UDFSourceOp | ops.MapUDFOp, be: TorchBackend) -> Kernel:
+    """A user function's result (torch, numpy or a Python value) as a tensor of the
+    declared dtype on the device (sources and maps alike, as on jax and numpy)."""
     dt, dev, fn = be.dtype(op.dtype), be.device, op.fn
 
-    def source(*ts: Any) -> torch.Tensor:
-        return torch.as_tensor(fn(*ts), device=dev).to(dt)
+    def source(*args: Any) -> torch.Tensor:
+        return torch.as_tensor(fn(*args), device=dev).to(dt)
 
     return source
 
@@ -272,7 +274,7 @@ KERNELS: dict[str, Factory] = {
     "matmul": lambda op, be: torch.matmul,
     "conv": lambda op, be: _conv(op),
     "sink_udf": lambda op, be: op.fn,
-    "map_udf": lambda op, be: op.fn,
+    "map_udf": _udf_source,
     "barrier": lambda op, be: lambda *xs: None,
 }
 
