@@ -74,28 +74,35 @@ class FreeBlock(Node):
     ranges: tuple[tuple[str, str], ...]
 
 
-def render(node: Node, describe: dict[int, str] | None = None, indent: int = 0) -> str:
-    """The tree as readable pseudo-Python (what `executor.schedule_text()` shows)."""
+def render(node: Node, describe: dict[int, str] | None = None, indent: int = 0,
+           dims: dict[int, tuple[str, ...]] | None = None) -> str:
+    """The tree as readable pseudo-Python (what `executor.schedule_text()` shows); with
+    `dims` (op id -> its dimension names) a point prints as `[t=c1, b=c0]`."""
     pad = "    " * indent
     describe = describe or {}
+
+    def sub(n: Node, extra: int = 1) -> str:
+        return render(n, describe, indent + extra, dims)
+
     if isinstance(node, Seq):
-        return "".join(render(c, describe, indent) for c in node.children) or f"{pad}pass\n"
+        return "".join(sub(c, 0) for c in node.children) or f"{pad}pass\n"
     if isinstance(node, Loop):
         step = f", {node.step}" if node.step != 1 else ""
         head = f"{pad}for {node.counter} in range({node.lo}, {node.hi}{step}):\n"
-        return head + render(node.body, describe, indent + 1)
+        return head + sub(node.body)
     if isinstance(node, While):
         head = f"{pad}{node.counter} = {node.init}\n{pad}while {node.cond}:\n"
-        body = render(node.body, describe, indent + 1)
-        return head + body + f"{pad}    {node.counter} += {node.step}\n"
+        return head + sub(node.body) + f"{pad}    {node.counter} += {node.step}\n"
     if isinstance(node, If):
-        out = f"{pad}if {node.cond}:\n" + render(node.then, describe, indent + 1)
+        out = f"{pad}if {node.cond}:\n" + sub(node.then)
         if node.else_ is not None:
-            out += f"{pad}else:\n" + render(node.else_, describe, indent + 1)
+            out += f"{pad}else:\n" + sub(node.else_)
         return out
     if isinstance(node, Exec):
         name = describe.get(node.op_id, f"op{node.op_id}")
-        return f"{pad}{name}[{', '.join(node.point)}]\n"
+        names = (dims or {}).get(node.op_id)
+        point = node.point if names is None else [f"{n}={p}" for n, p in zip(names, node.point)]
+        return f"{pad}{name}[{', '.join(point)}]\n"
     if isinstance(node, Free):
         return f"{pad}free {node.tensor!r}[{', '.join(node.point)}]\n"
     if isinstance(node, FreeBlock):

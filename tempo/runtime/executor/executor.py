@@ -224,7 +224,10 @@ class PythonExecutor(Executor):
     def schedule_text(self) -> str:
         """The schedule as readable pseudo-Python, followed by the generated source."""
         names = {op.op_id: f"{op!r}" for op in self.sdg.topological()}
-        return st.render(self.schedule.tree, names) + "\n# generated:\n" + self.generated.source
+        dims = {op.op_id: tuple(v.name for v in op.domain.variables)
+                for op in self.sdg.topological()}
+        text = st.render(self.schedule.tree, names, dims=dims)
+        return text + "\n# generated:\n" + self.generated.source
 
     def get_compilation_time_breakdown(self) -> dict[str, float]:
         return dict(self._timings)
