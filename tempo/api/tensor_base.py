@@ -11,7 +11,7 @@ import numpy as np
 from tempo.core import index_expr as ie
 from tempo.core import naming, ops
 from tempo.core.domain import Domain
-from tempo.core.dtype import DataType, dtypes
+from tempo.core.dtype import DataType
 from tempo.core.errors import DTypeError, IndexExprError, ShapeError, TempoError, user_site
 from tempo.core.sdg import SDG, Edge, TensorId
 from tempo.core.shape import Shape
@@ -264,6 +264,3 @@ def check_symbols(expr: ie.IndexExpr, what: str) -> None:
                 site=user_site(),
             )
 
-
-def implied_dtype(val: Any) -> DataType:
-    return dtypes.implied(val)

@@ -11,7 +11,7 @@ from tempo.core import ops
 from tempo.core.errors import TempoError
 from tempo.core.index_expr import PY_GLOBALS, IndexSequence, Slice
 from tempo.core.sdg import SDG, Edge, TensorId
-from tempo.schedule.tree import Exec, Free, FreeBlock, If, Loop, Node, Seq, While
+from tempo.schedule.tree import Exec, Free, If, Loop, Node, Seq, While
 
 
 class UndefinedPointError(TempoError, RuntimeError):
@@ -118,8 +118,6 @@ class CodeGen:
             if node.tensor in self.stored:
                 key = self._key(list(node.point))
                 self.lines.append(f"{pad}{store_name(node.tensor)}.pop({key}, None)")
-        elif isinstance(node, FreeBlock):
-            self.lines.append(f"{pad}{store_name(node.tensor)}.clear()")
         else:
             raise TypeError(f"unknown schedule node {node!r}")
 

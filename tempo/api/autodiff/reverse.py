@@ -17,7 +17,7 @@ import islpy as isl
 from tempo.core import index_expr as ie
 from tempo.core.domain import Domain
 from tempo.core.errors import IndexExprError
-from tempo.core.index_isl import from_isl_ast_expr, from_isl_pw_aff, isl_pieces
+from tempo.core.index_expr import from_isl_ast_expr, from_isl_pw_aff, isl_pieces
 
 _Q = "__q"
 

@@ -532,7 +532,7 @@ class Piecewise(IntIndexValue):
 
     def to_isl(self) -> str:
         raise NonAffineIndexExprError(
-            f"isl has no expression syntax for {self}; use index_isl.isl_pieces for its branches"
+            f"isl has no expression syntax for {self}; use index_expr.isl_pieces for its branches"
         )
 
     def to_py_literal(self) -> str:
