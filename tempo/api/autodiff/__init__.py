@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from tempo.api.autodiff.backward import BACKWARD_REGION, backward
+from tempo.api.autodiff.errors import GradientError
 
 
 class AutodiffOps:
@@ -15,4 +16,4 @@ class AutodiffOps:
         backward(self, grad)  # type: ignore[arg-type]
 
 
-__all__ = ["AutodiffOps", "BACKWARD_REGION", "backward"]
+__all__ = ["AutodiffOps", "BACKWARD_REGION", "GradientError", "backward"]

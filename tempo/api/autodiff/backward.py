@@ -12,12 +12,13 @@ from collections.abc import Iterator
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from tempo.api.autodiff.errors import GradientError
 from tempo.api.autodiff.grad_rules import GRAD_RULES
 from tempo.api.autodiff.reverse import Validity, reverse_edge
 from tempo.api.autodiff.tape import Tape, tape_of
 from tempo.api.tensor_base import RTBase
 from tempo.core import index_expr as ie
-from tempo.core import ops
+from tempo.core import naming, ops
 from tempo.core.domain import Domain
 from tempo.core.dtype import dtypes
 from tempo.core.errors import ShapeError, TempoError, user_site
@@ -30,7 +31,19 @@ BACKWARD_REGION = "__BACKWARD_REGION__"
 
 
 def backward(x: RT, grad: Any = None) -> None:
-    """`x.backward(grad)`: seed ones (or `grad`) over x's domain and give leaves `.grad`."""
+    """`x.backward(grad)`: seed ones (or `grad`) over x's domain and give leaves `.grad`.
+
+    Which leaves get a gradient, and when it is an error that one does not:
+    - a leaf (`requires_grad=True`) the loss does not depend on keeps `.grad` None, as in
+      PyTorch (an optimizer may hold parameters another loss uses);
+    - a placeholder declared with `requires_grad=True` is a leaf: it gets `.grad`, and its
+      definition is not differentiated through (API §3.7). If the loss reaches another
+      grad-requiring tensor through such a definition (`h[True] = (w * h[t-1]).tanh()`
+      with `h` declared `requires_grad=True`), that path would silently give `w` no
+      gradient: this raises `GradientError` here, naming `h`, `w` and their lines, before
+      anything is recorded. Declare `h` without `requires_grad` to differentiate through it,
+      or `.detach()` the reads in its definition to cut the path on purpose.
+    """
     ctx = x._ctx_mgr
     if x.requires_grad is False:
         raise TempoError(f"backward() of {x.tensor_id!r}, which does not require grad",
@@ -83,16 +96,50 @@ class _Backward:
         return [e for e in self.sdg.in_edges[op_id]
                 if (op_id, e.sink_in) not in self.tape.stopped and _is_float(self.sdg, e.src)]
 
-    def _needed(self) -> set[TensorId]:
-        back, work = {self.root}, [self.root]
+    def _upstream(self, start: TensorId) -> set[TensorId]:
+        """Tensors the gradient of `start` reaches: live float reads, stopping at leaves."""
+        back, work = {start}, [start]
         while work:
             tid = work.pop()
-            if self.tape.is_leaf(tid) and tid != self.root:
+            if self.tape.is_leaf(tid) and tid != start:
                 continue
             for e in self._live_in_edges(tid.op_id):
                 if e.src not in back:
                     back.add(e.src)
                     work.append(e.src)
+        return back
+
+    def _check_leaf_definitions(self, back: set[TensorId]) -> None:
+        """GradientError when the loss reaches a grad-requiring leaf through the definition
+        of a leaf placeholder (see `backward`): that path would get no gradient, silently."""
+        for tid in sorted(back, key=lambda t: (t.op_id, t.output_id)):
+            if tid == self.root or not self.tape.is_leaf(tid):
+                continue
+            if not isinstance(self.sdg.ops[tid.op_id], ops.MergeOp):
+                continue
+            dropped = {leaf for e in self._live_in_edges(tid.op_id)
+                       for leaf in self._upstream(e.src) if self.tape.is_leaf(leaf)} - {tid}
+            if not dropped:
+                continue
+            only = [d for d in dropped if d not in back]
+            worst = sorted(only or dropped, key=lambda t: (t.op_id, t.output_id))
+            names = " and ".join(naming.tensor_label(self.sdg, d) for d in worst)
+            how, lost = ("only", "no gradient") if only else ("partly", "part of its gradient")
+            one = len(worst) == 1
+            raise GradientError(
+                f"{names} {'requires' if one else 'require'} grad, but the loss reaches "
+                f"{'it' if one else 'them'} {how} through the "
+                f"definition of {naming.tensor_label(self.sdg, tid)}, a placeholder declared "
+                f"with requires_grad=True: such a placeholder is a leaf (it gets .grad) and "
+                f"its definition is not differentiated (API §3.7), so "
+                f"{'it' if one else 'each'} would get {lost} "
+                f"from this loss. Declare the placeholder without requires_grad=True to "
+                f"differentiate through its definition, or .detach() those reads in it to "
+                f"cut the path on purpose", site=user_site())
+
+    def _needed(self) -> set[TensorId]:
+        back = self._upstream(self.root)
+        self._check_leaf_definitions(back)
         leaves = [t for t in back if self.tape.is_leaf(t)]
         fwd, work = set(leaves), list(leaves)
         while work:

@@ -142,7 +142,7 @@ def reverse_edge(
     pieces = []
     for bm in rel.coalesce().make_disjoint().get_basic_maps():
         for m in _affine_parts(isl.Map.from_basic_map(bm)):
-            pieces.append(_piece(m, full, symbols, sink, text))
+            pieces.append(_piece(m, full, symbols, src, sink, text))
     return pieces
 
 
@@ -151,7 +151,7 @@ def _tuple(name: str, variables: Sequence[ie.Symbol]) -> str:
 
 
 def _param_names(s: isl.Set) -> set[str]:
-    return {s.get_dim_name(isl.dim_type.param, k) for k in range(s.dim(isl.dim_type.param))}
+    return {str(s.get_dim_name(isl.dim_type.param, k)) for k in range(s.dim(isl.dim_type.param))}
 
 
 def _affine_parts(m: isl.Map) -> list[isl.Map]:
@@ -171,8 +171,8 @@ def _affine_parts(m: isl.Map) -> list[isl.Map]:
     return [m]
 
 
-def _piece(m: isl.Map, full: isl.Set, symbols: dict[str, ie.Symbol], sink: Domain,
-           text: str) -> Piece:
+def _piece(m: isl.Map, full: isl.Set, symbols: dict[str, ie.Symbol], src: Domain,
+           sink: Domain, text: str) -> Piece:
     """One disjoint part of the reverse as (condition, members), checked by rebuilding its
     relation from the index expressions: any rounding in the conversion back from isl is an
     error here, never a silently widened or narrowed gradient."""
@@ -190,10 +190,8 @@ def _piece(m: isl.Map, full: isl.Set, symbols: dict[str, ie.Symbol], sink: Domai
             members.append(ie.slice_(lo_e, hi_e + 1))
             box += [_int_cons(q, ">=", lo_e), _int_cons(q, "<=", hi_e)]
     cond = None if dom.is_equal(full) else _cond_of(dom, full, symbols)
-    src_vars = [symbols[full.get_dim_name(isl.dim_type.set, k)]
-                for k in range(full.dim(isl.dim_type.set))]
     params = sorted(_param_names(full))
-    space = f"{_tuple('X', src_vars)} -> {_tuple('S', [_qvar(v) for v in sink.variables])}"
+    space = f"{_tuple('X', src.variables)} -> {_tuple('S', [_qvar(v) for v in sink.variables])}"
     check = isl.Map(isl_text(params, space, box + ([] if cond is None else [_bool_isl(cond)])))
     if not check.intersect_domain(full).is_equal(m):
         raise IndexExprError(f"the reverse of the read {text} is not a box per source point; "
