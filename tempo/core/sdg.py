@@ -8,6 +8,7 @@ is kept exact (never widened), because scheduling, freeing and autodiff depend o
 from __future__ import annotations
 
 import copy
+import functools
 import heapq
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
@@ -53,6 +54,16 @@ class Edge:
     def is_point(self) -> bool:
         return all(m.is_point() for m in self.expr)
 
+    @functools.cached_property
+    def var_names(self) -> frozenset[str]:
+        """Names of the loop variables the read uses (in its index and its condition)."""
+        used = self.expr.vars_used() | (self.cond.vars_used() if self.cond is not None else set())
+        return frozenset(v.name for v in used)
+
+    def moved(self, src: TensorId, expr: IndexSequence, cond: BooleanIndexValue | None) -> Edge:
+        """The same reader input reading `src` at `expr` under `cond` instead."""
+        return Edge(self.sink, self.sink_in, src, expr, cond, self.site)
+
 
 @dataclass(frozen=True)
 class TensorInfo:
@@ -81,6 +92,9 @@ class SDG:
     version: int = 0
     # Ops whose definition or reads changed since the last `take_changed()` (validation).
     changed: set[int] = field(default_factory=set)
+    # A topological order (op id -> rank), kept up to date by the helpers while it stays
+    # valid and recomputed by `topological()` after a change that could break it.
+    _order: dict[int, int] | None = field(default=None, repr=False)
 
     # ---------------------------------------------------------------- building
     def new_id(self) -> int:
@@ -98,6 +112,8 @@ class SDG:
         self.in_edges[op.op_id] = []
         self.out_edges.setdefault(op.op_id, [])
         self._next_id = max(self._next_id, op.op_id + 1)
+        if self._order is not None:  # a new op reads older ones: it goes last
+            self._order[op.op_id] = next(reversed(self._order.values()), -1) + 1
         for k, (shape, dt) in enumerate(zip(shapes, dtypes_)):
             self.tensors[TensorId(op.op_id, k)] = TensorInfo(shape, dt)
         for src, expr in inputs:
@@ -118,10 +134,23 @@ class SDG:
         self.in_edges[edge.sink].append(edge)
         self.out_edges.setdefault(edge.src.op_id, []).append(edge)
         self.changed.add(edge.sink)
+        self._keep_order(edge)
         self.version += 1
+
+    def _keep_order(self, edge: Edge) -> None:
+        """Forget the topological order if this read goes against it."""
+        order = self._order
+        if order is None or edge.src.op_id == edge.sink:
+            return
+        if isinstance(self.ops[edge.sink], MergeOp):
+            return  # merges' reads close cycles: they do not order ops
+        if order.get(edge.src.op_id, -1) >= order.get(edge.sink, -1):
+            self._order = None
 
     def replace_op(self, op: Op) -> None:
         """Swap in a new version of an op (same id and outputs), e.g. with another bound."""
+        if isinstance(self.ops.get(op.op_id), MergeOp) != isinstance(op, MergeOp):
+            self._order = None  # its reads start or stop counting for the order
         self.ops[op.op_id] = op
         self.changed.add(op.op_id)
         self.version += 1
@@ -152,6 +181,8 @@ class SDG:
             self.changed.add(e.sink)
         self.out_edges.pop(op_id, None)
         self.changed.discard(op_id)
+        if self._order is not None:
+            self._order.pop(op_id, None)
         op = self.ops.pop(op_id)
         for k in range(op.num_outputs):
             self.tensors.pop(TensorId(op_id, k), None)
@@ -165,13 +196,13 @@ class SDG:
     ) -> Edge:
         """Make `edge`'s reader read `src` at `expr` instead, at the same input position
         (and under `cond` if given). Returns the new edge."""
-        new = replace(edge, src=src, expr=expr,
-                      cond=edge.cond if cond is _SAME else cond)  # type: ignore[arg-type]
+        new = edge.moved(src, expr, edge.cond if cond is _SAME else cond)  # type: ignore[arg-type]
         ins = self.in_edges[edge.sink]
         ins[ins.index(edge)] = new
         self.out_edges[edge.src.op_id].remove(edge)
         self.out_edges.setdefault(src.op_id, []).append(new)
         self.changed.add(edge.sink)
+        self._keep_order(new)
         self.version += 1
         return new
 
@@ -236,8 +267,7 @@ class SDG:
         op = self.ops[op_id]
         pos = op.domain.find_variable_index(var)
         for e in self.in_edges[op_id]:
-            used = e.expr.vars_used() | (e.cond.vars_used() if e.cond is not None else set())
-            if var in used:
+            if var.name in e.var_names:
                 raise RewriteError(f"{op!r} reads along {var}: its value varies with it")
         out = [e for e in self.out_edges.get(op_id, [])]
         if any(isinstance(e.expr[pos], Slice) for e in out):
@@ -282,34 +312,39 @@ class SDG:
     def topological(self) -> list[Op]:
         """Every op after the ops it reads, except reads by recurrences (merges), which
         close the program's cycles; ties go to the older op, so an unrewritten graph
-        comes out in creation order. Rewrites may add ops that older ops read.
-        (Cached until the next mutation.)"""
-        cached = self.__dict__.get("_topo")
-        if cached is not None and cached[0] == self.version and len(cached[1]) == len(self.ops):
-            return list(cached[1])
-        indeg = {i: 0 for i in self.ops}
+        comes out in creation order. Rewrites may add ops that older ops read."""
+        if self._order is None or len(self._order) != len(self.ops):
+            self._order = {i: k for k, i in enumerate(self._kahn())}
+        return [self.ops[i] for i in self._order]
+
+    def _kahn(self) -> list[int]:
+        merges = {i for i, op in self.ops.items() if isinstance(op, MergeOp)}
+        indeg: dict[int, int] = {}
         for i, es in self.in_edges.items():
-            if not isinstance(self.ops[i], MergeOp):
-                indeg[i] = sum(1 for e in es if e.src.op_id != i)
+            n = 0
+            if i not in merges:
+                for e in es:
+                    if e.src.op_id != i:
+                        n += 1
+            indeg[i] = n
         ready = [i for i, d in indeg.items() if d == 0]
         heapq.heapify(ready)
-        order: list[Op] = []
+        order: list[int] = []
         while ready:
             i = heapq.heappop(ready)
-            order.append(self.ops[i])
-            for e in self.out_edges.get(i, []):
-                if e.sink != i and not isinstance(self.ops[e.sink], MergeOp):
+            order.append(i)
+            for e in self.out_edges.get(i, ()):
+                if e.sink != i and e.sink not in merges:
                     indeg[e.sink] -= 1
                     if indeg[e.sink] == 0:
                         heapq.heappush(ready, e.sink)
         if len(order) < len(self.ops):  # a cycle without a merge: no order exists; keep ids
-            order += [self.ops[i] for i in sorted(i for i, d in indeg.items() if d > 0)]
-        self.__dict__["_topo"] = (self.version, order)
-        return list(order)
+            order += sorted(i for i, d in indeg.items() if d > 0)
+        return order
 
     def copy(self) -> SDG:
         new = copy.copy(self)
-        new.__dict__.pop("_topo", None)
+        new._order = dict(self._order) if self._order is not None else None
         new.ops = dict(self.ops)
         new.in_edges = {k: list(v) for k, v in self.in_edges.items()}
         new.out_edges = {k: list(v) for k, v in self.out_edges.items()}

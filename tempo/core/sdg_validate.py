@@ -4,6 +4,7 @@ not as a wrong result or an isl error three stages later."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
 
 from tempo.core import ops
@@ -64,8 +65,7 @@ def _check_read(sdg: SDG, e: Edge, where: str, out: list[str]) -> None:
         out.append(f"{where} reads output {e.src.output_id} of {src!r}")
     if len(e.expr) != len(src.domain):
         out.append(f"{where} reads {src!r} (domain {src.domain}) at {e.expr}: wrong rank")
-    used = e.expr.vars_used() | (e.cond.vars_used() if e.cond is not None else set())
-    stray = {v.name for v in used} - {v.name for v in sink.domain.variables}
+    stray = e.var_names - {v.name for v in sink.domain.variables}
     if stray:
         out.append(f"{where} reads {src!r} at {e.expr} using {sorted(stray)}, which "
                    f"{sink!r} (domain {sink.domain}) does not iterate over")
@@ -103,6 +103,10 @@ def _check_shapes(sdg: SDG, op: ops.Op, out: list[str]) -> None:
                 out.append(f"branch {k} of {op!r} gives {s} {dt}, the recurrence is "
                            f"{op.shape} {op.dtype}")
         return
+    params = {f.name: getattr(op, f.name) for f in dataclasses.fields(op)}
+    if op.input_dtypes(dts, **params) != dts:
+        out.append(f"{op!r} reads {[str(d) for d in dts]}; its kernels take "
+                   f"{[str(d) for d in op.input_dtypes(dts, **params)]} (a cast is missing)")
     try:
         want_shapes, want_dts = op.infer(shapes, dts)
     except (TempoError, ValueError, TypeError, IndexError) as exc:

@@ -8,6 +8,7 @@ reductions and matmuls are left alone: their last bits differ between libraries.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable
 
 import numpy as np
@@ -23,17 +24,27 @@ FOLD_LIMIT_BYTES = 1 << 20  # larger results stay ops: a constant is baked into 
 Folder = Callable[[ops.Op, list[np.ndarray], DataType], "np.ndarray | None"]
 
 
+_VALUES: weakref.WeakKeyDictionary[ops.Op, np.ndarray] = weakref.WeakKeyDictionary()
+
+
 def const_value(sdg: SDG, tid: TensorId) -> np.ndarray | None:
     """The value of a constant tensor (a const, or a fill of static shape), as the
-    backends see it (in its dtype); None for anything else."""
+    backends see it (in its dtype); None for anything else. (Do not modify it.)"""
     op = sdg.ops[tid.op_id]
-    info = sdg.tensors[tid]
-    np_dt = dtypes.to_np(info.dtype)
-    if isinstance(op, ops.ConstOp):
-        return np.asarray(op.value).astype(np_dt)
-    if isinstance(op, ops.FillOp) and info.shape.is_static():
-        return np.full(tuple(info.shape.as_static()), op.value, dtype=np_dt)
-    return None
+    if not isinstance(op, ops.ConstOp | ops.FillOp):
+        return None
+    value = _VALUES.get(op)
+    if value is None:
+        info = sdg.tensors[tid]
+        np_dt = dtypes.to_np(info.dtype)
+        if isinstance(op, ops.ConstOp):
+            value = np.asarray(op.value).astype(np_dt)
+        elif info.shape.is_static():
+            value = np.full(tuple(info.shape.as_static()), op.value, dtype=np_dt)
+        else:
+            return None
+        _VALUES[op] = value
+    return value
 
 
 def read_value(sdg: SDG, e: Edge) -> np.ndarray | None:

@@ -13,6 +13,7 @@ import numpy as np
 
 from tempo.core import ops
 from tempo.core.configs import ExecutionConfig
+from tempo.core.domain import Domain
 from tempo.core.sdg import SDG, TensorId
 
 _IMPURE = (ops.RandOp, ops.UDFSourceOp, ops.SinkUDFOp, ops.MapUDFOp, ops.BarrierOp)
@@ -22,6 +23,8 @@ _SKIP_FIELDS = {"op_id", "site", "tags"}
 def _param_key(v: object) -> Hashable:
     if isinstance(v, np.ndarray):
         return ("nd", v.shape, str(v.dtype), v.tobytes())
+    if isinstance(v, Domain):  # (its hash is not cached; its text is the same key)
+        return ("domain", repr(v))
     try:
         hash(v)
         return v  # type: ignore[return-value]

@@ -35,9 +35,7 @@ def varying_vars(sdg: SDG, op: ops.Op) -> set[str] | None:
             if not isinstance(bound, int):
                 used |= {s.name for s in bound.vars_used()}
     for e in sdg.in_edges[op.op_id]:
-        used |= {s.name for s in e.expr.vars_used()}
-        if e.cond is not None:
-            used |= {s.name for s in e.cond.vars_used()}
+        used |= e.var_names
     return used
 
 

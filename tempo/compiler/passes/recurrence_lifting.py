@@ -12,7 +12,7 @@ import islpy as isl
 from tempo.core import ops
 from tempo.core.domain import Domain
 from tempo.core.dtype import dtypes
-from tempo.core.index_expr import BooleanIndexValue, IndexSequence, Slice, Symbol
+from tempo.core.index_expr import BooleanIndexValue, IndexSequence, Slice, Symbol, lift_to_int_ie
 from tempo.core.sdg import SDG, Edge, TensorId
 from tempo.core.sdg_compose import compose
 
@@ -20,8 +20,9 @@ from tempo.core.sdg_compose import compose
 def lift_cumsum(sdg: SDG, m: ops.MergeOp) -> bool:
     es = sdg.in_edges[m.op_id]
     out = TensorId(m.op_id, 0)
-    if len(es) != 2 or not dtypes.is_integer(sdg.tensors[out].dtype):
-        return False
+    dt = sdg.tensors[out].dtype
+    if len(es) != 2 or not dtypes.is_integer(dt) or ops.accumulate_dtype(dt) != dt:
+        return False  # (narrow ints would need a cast to the accumulation dtype and back)
     if not m.domain.has_default_bounds():
         return False
     base, step = es
@@ -35,8 +36,8 @@ def lift_cumsum(sdg: SDG, m: ops.MergeOp) -> bool:
         return False
     pos = m.domain.find_variable_index(t)
     rest = m.domain.remove_dim(t)
-    outer = IndexSequence(tuple(Slice(1, t.as_bound()) if k == pos else v  # type: ignore[arg-type]
-                                for k, v in enumerate(m.domain.variables)))
+    whole = Slice(lift_to_int_ie(1), t.as_bound())
+    outer = IndexSequence(tuple(whole if k == pos else v for k, v in enumerate(m.domain.variables)))
     xs = compose(x_read.expr, m.domain.variables, outer)
     if xs is None:
         return False
@@ -47,7 +48,6 @@ def lift_cumsum(sdg: SDG, m: ops.MergeOp) -> bool:
 def _rewrite(sdg: SDG, m: ops.MergeOp, base: Edge, step: Edge, t: Symbol, rest: Domain,
              xs: tuple[TensorId, IndexSequence]) -> None:
     """acc's step branch reads `b + cumsum(x[1:T])[t-1]` (new ops) instead of the add."""
-    dt = sdg.tensors[TensorId(m.op_id, 0)].dtype
     common = dict(site=m.site, tags=m.tags)
 
     def new(op_cls: type[ops.Op], domain: Domain, reads: list, **kw: object) -> TensorId:
@@ -56,8 +56,6 @@ def _rewrite(sdg: SDG, m: ops.MergeOp, base: Edge, step: Edge, t: Symbol, rest: 
 
     rest_basis = rest.basis_expr
     csum = new(ops.CumsumOp, rest, [xs], dim=0)
-    if sdg.tensors[csum].dtype != dt:  # integer cumsums widen; wrap back as the adds did
-        csum = new(ops.CastOp, rest, [(csum, rest_basis)], dtype=dt)
     t_dom = Domain.from_vars([t])
     index = new(ops.EvalSymbolOp, t_dom, [], symbol=t - 1, dtype=dtypes.default_int)
     basis = m.domain.basis_expr

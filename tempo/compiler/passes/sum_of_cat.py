@@ -15,8 +15,9 @@ def sum_of_cat(sdg: SDG, op: ops.SumOp) -> bool:
     cat = sdg.ops[e.src.op_id]
     if not isinstance(cat, ops.CatOp) or not e.is_point() or e.cond is not None:
         return False
-    if dtypes.is_float(sdg.tensors[e.src].dtype) or sdg.is_kept(cat.op_id):
-        return False
+    dt = sdg.tensors[e.src].dtype
+    if dtypes.is_float(dt) or ops.accumulate_dtype(dt) != dt or sdg.is_kept(cat.op_id):
+        return False  # (a narrower sum reads a cast of the cat, not the cat)
     if len(sdg.readers(e.src)) != 1:
         return False  # the cat is needed anyway
     rank = len(sdg.tensors[e.src].shape)
@@ -24,7 +25,6 @@ def sum_of_cat(sdg: SDG, op: ops.SumOp) -> bool:
     if cat.dim % rank not in dims:
         return False
     parts = []
-    dt = sdg.tensors[e.src].dtype
     for p in sdg.in_edges[cat.op_id]:
         expr = compose(p.expr, cat.domain.variables, e.expr) if p.cond is None else None
         if expr is None or not expr.is_point() or sdg.tensors[p.src].dtype != dt:
