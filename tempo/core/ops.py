@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 from tempo.core.dtype import DataType, dtypes
 from tempo.core.errors import DTypeError, ShapeError
 from tempo.core.index_expr import IndexExpr
+from tempo.core.naming import dtype_word
 from tempo.core.op_base import DTypes, Op, Shapes, _dims, norm_dim  # noqa: F401
 from tempo.core.op_sources import (  # noqa: F401 - the catalogue is one namespace
     BarrierOp,
@@ -156,7 +157,7 @@ class IndexSelectOp(Op):
 
     def infer(self, shapes: Shapes, dts: DTypes) -> tuple[Shapes, DTypes]:
         if not dtypes.is_integer(dts[1]):
-            raise DTypeError(f"index_select needs an integer index, got {dts[1]}")
+            raise DTypeError(f"index_select needs an integer index, got {dtype_word(dts[1])}")
         src, idx = _dims(shapes[0]), _dims(shapes[1])
         if len(idx) > 1:
             raise ShapeError(f"index_select needs a 0-d or 1-d index, got shape {shapes[1]}")
@@ -166,7 +167,7 @@ class IndexSelectOp(Op):
 
 def _check_index(what: str, dt: DataType) -> None:
     if not dtypes.is_integer(dt):
-        raise DTypeError(f"{what} needs an integer index, got {dt}")
+        raise DTypeError(f"{what} needs an integer index, got {dtype_word(dt)}")
 
 
 @dataclass(frozen=True, eq=False, kw_only=True, repr=False)
@@ -197,7 +198,7 @@ class ScatterAddOp(Op):
         if not len(shapes[0]) == len(shapes[1]) == len(shapes[2]):
             raise ShapeError(f"scatter_add needs equal ranks, got {shapes}")
         if dts[0] != dts[2]:
-            raise DTypeError(f"scatter_add of {dts[2]} into {dts[0]}")
+            raise DTypeError(f"scatter_add of {dtype_word(dts[2])} into {dtype_word(dts[0])}")
         return [shapes[0]], [dts[0]]
 
     @classmethod
@@ -219,7 +220,7 @@ class IndexAddOp(Op):
         if len(shapes[1]) > 1:
             raise ShapeError(f"index_add needs a 0-d or 1-d index, got shape {shapes[1]}")
         if dts[0] != dts[2]:
-            raise DTypeError(f"index_add of {dts[2]} into {dts[0]}")
+            raise DTypeError(f"index_add of {dtype_word(dts[2])} into {dtype_word(dts[0])}")
         x = _dims(shapes[0])
         want = Shape.from_(tuple(x[: self.dim] + _dims(shapes[1]) + x[self.dim + 1 :]))
         if len(shapes[2]) != len(want) or not want == shapes[2]:
@@ -315,7 +316,7 @@ class WhereOp(Op):
 
     def infer(self, shapes: Shapes, dts: DTypes) -> tuple[Shapes, DTypes]:
         if not dtypes.is_bool(dts[0]):
-            raise DTypeError(f"where needs a bool condition, got {dts[0]}")
+            raise DTypeError(f"where needs a bool condition, got {dtype_word(dts[0])}")
         return [Shape.broadcast(*shapes)], [dtypes.upcast(dts[1], dts[2])]
 
     @classmethod
