@@ -6,15 +6,17 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from tempo.api.tensor_base import RTBase, active_ctx, check_symbols, lift
+from tempo.api.tensor_base import RTBase, active_ctx, check_symbols, label, lift
 from tempo.core import index_expr as ie
-from tempo.core import ops
+from tempo.core import naming, ops
 from tempo.core.errors import (
+    DefinitionError,
     DomainError,
     DTypeError,
     IndexExprError,
     ShapeError,
     TempoError,
+    called_from_tempo,
     user_site,
 )
 from tempo.core.sdg import Edge
@@ -29,7 +31,7 @@ def _is_full(k: Any) -> bool:
     return isinstance(k, slice) and k == _FULL
 
 
-def _expand_key(key: Any, total: int) -> list[Any]:
+def _expand_key(key: Any, total: int, what: str = "the tensor") -> list[Any]:
     """Apply `...` expansion; reject more indices than dims."""
     if isinstance(key, ie.IndexSequence):
         key = tuple(key)
@@ -42,7 +44,9 @@ def _expand_key(key: Any, total: int) -> list[Any]:
         fill = total - (len(keys) - 1)
         keys = keys[:at] + [_FULL] * max(fill, 0) + keys[at + 1 :]
     if len(keys) > total:
-        raise IndexExprError(f"{len(keys)} indices for a tensor of {total} dims", site=user_site())
+        dims = f"{total} dim" + "s" * (total != 1)
+        raise IndexExprError(f"{len(keys)} indices for {what}, which has {dims} in all",
+                             site=user_site())
     return keys
 
 
@@ -54,7 +58,8 @@ def _symbolic_member(var: ie.Symbol, k: Any, what: str) -> ie.IndexAtom:
                              "positions", site=user_site())
     if isinstance(k, slice):
         if k.step not in (None, 1):
-            raise IndexExprError(f"{what}: slices need step 1, got {k}", site=user_site())
+            raise IndexExprError(f"slices of the symbolic dims of {what} need step 1, got "
+                                 f"step {k.step}", site=user_site())
         start = var.as_bound() * 0 if k.start is None else _neg_to_bound(var, k.start)
         stop = var.as_bound() if k.stop is None else _neg_to_bound(var, k.stop)
         member = ie.slice_(start, stop)
@@ -66,8 +71,27 @@ def _symbolic_member(var: ie.Symbol, k: Any, what: str) -> ie.IndexAtom:
         member = k
     else:
         raise IndexExprError(f"{what}: cannot index a symbolic dim with {k!r}", site=user_site())
-    check_symbols(member, f"{what}[{member}]")
+    check_symbols(member, f"the index [{naming.expr_word(member)}] of {what}")
+    _check_affine(member, what)
     return member
+
+
+def _check_affine(member: Any, what: str) -> None:
+    """Index expressions must be affine (what isl schedules): caught here, at the user's
+    line, rather than at compile time deep inside the scheduler."""
+    parts = [member.start, member.stop] if isinstance(member, ie.Slice) else [member]
+    for p in parts:
+        if not isinstance(p, ie.IndexExpr):
+            continue
+        try:
+            ie.isl_pieces(p) if isinstance(p, ie.IntIndexValue) else p.to_isl()
+        except ie.NonAffineIndexExprError as exc:
+            why = getattr(exc, "message", str(exc))
+            raise ie.NonAffineIndexExprError(
+                f"{what} is read or defined at {naming.expr_word(p)}, which is not affine "
+                f"({why}). "
+                "Index expressions may add symbols, multiply them by constants, and use "
+                "// or % by constants, ie.min and ie.max", site=user_site()) from None
 
 
 def _neg_to_bound(var: ie.Symbol, x: Any) -> Any:
@@ -81,13 +105,17 @@ def getitem(x: RTBase, key: Any) -> RecurrentTensor:
         x = x.ident()  # type: ignore[attr-defined]
     vars_ = x.unindexed_domain.variables
     n_sym, n_sp = len(vars_), len(x.spatial_shape)
-    keys = _expand_key(key, n_sym + n_sp)
+    what = label(x)
+    dims = (f"{what} (symbolic dims {naming.domain_word(x.unindexed_domain)}, spatial shape "
+            f"{naming.shape_word(x.spatial_shape)})")
+    keys = _expand_key(key, n_sym + n_sp, dims)
     sym_keys = keys[:n_sym] + [_FULL] * (n_sym - len(keys[:n_sym]))
-    what = f"tensor {x.tensor_id!r}"
     members = [_symbolic_member(v, k, what) for v, k in zip(vars_, sym_keys)]
     seq = ie.IndexSequence(tuple(members))
     out: Any = x._wrap(x.tensor_id, None if seq.is_basis() and _is_own_basis(seq, vars_) else seq,
                        x.requires_grad)
+    if out.is_indexed:
+        out._index_site = user_site()
     n_slices = seq.num_slices()
     sp_keys = keys[n_sym:]
     # Right to left, so removing a dim never shifts one still to be indexed (NumPy rule).
@@ -122,15 +150,20 @@ def setitem(x: RTBase, key: Any, value: Any) -> None:
     """Append one branch (condition, value) to placeholder `x` (first true branch wins)."""
     site = user_site()
     op = x.op
-    if not isinstance(op, ops.MergeOp) or x.is_indexed:
-        raise TempoError(f"only unindexed placeholders can be assigned; {x.tensor_id!r} is "
-                         f"{op!r}", site=site)
+    if not isinstance(op, ops.MergeOp):
+        raise TempoError(f"only placeholders can be defined by assignment, but {label(x)} is "
+                         f"a {naming.kind(op)}: create it with RecurrentTensor.placeholder()",
+                         site=site)
+    if x.is_indexed:
+        raise TempoError(f"assign to the placeholder {label(x)} itself (x[key] = value), "
+                         "not to an indexed read of it", site=site)
     ctx = active_ctx()
     vars_ = op.domain.variables
     cond: ie.BooleanIndexValue = ctx.current_condition
     shifts: dict[str, tuple[ie.Symbol, int]] = {}
     if isinstance(key, ie.BooleanIndexValue | bool):
         check_symbols(ie.lift_to_bool_ie(key), f"condition {key}")
+        _check_affine(ie.lift_to_bool_ie(key), f"the definition of {label(x)}")
         cond = cond & ie.lift_to_bool_ie(key)
     else:
         keys = _expand_key(key, len(vars_))
@@ -142,6 +175,7 @@ def setitem(x: RTBase, key: Any, value: Any) -> None:
                 raise IndexExprError(f"definition key {k!r} for {v} must be a point",
                                      site=site)
             check_symbols(m, f"definition key {m}")
+            _check_affine(m, label(x))
             if isinstance(m, ie.Symbol) and m.name == v.name:
                 continue
             c = _shift_of(m, v)
@@ -151,6 +185,8 @@ def setitem(x: RTBase, key: Any, value: Any) -> None:
             cond = cond & v.symb_eq(m)
     val = _lift_value(value, x)
     _check_definition(x, val, site)
+    if not called_from_tempo(2):
+        _check_not_shadowed(x, op, site)
     expr = val.read_expr
     if shifts:
         expr = expr.remap({v: v - c for v, c in shifts.values()})
@@ -161,7 +197,19 @@ def setitem(x: RTBase, key: Any, value: Any) -> None:
         x.sdg.replace_op(op)
     edge_cond = None if isinstance(cond, ie.ConstBool) and cond.const else cond
     k = len(x.sdg.in_edges[op.op_id])
-    x.sdg.add_edge(Edge(op.op_id, k, val.tensor_id, expr, edge_cond))
+    x.sdg.add_edge(Edge(op.op_id, k, val.tensor_id, expr, edge_cond, site=site))
+
+
+def _check_not_shadowed(x: RTBase, op: ops.Op, site: str) -> None:
+    """A branch registered after an unconditional one is never taken (the first branch whose
+    condition holds wins): the user almost surely meant it to come first."""
+    for e in x.sdg.in_edges[op.op_id]:
+        if e.cond is None:
+            raise DefinitionError(
+                f"this definition of {label(x)} is never used: {naming.at_site(e.site)} "
+                "already defines it at every point, and branches are tried in the order they "
+                "were written (the first whose condition holds wins). Write this one (e.g. the "
+                "base case) before it", site=site)
 
 
 def _shift_of(m: ie.IntIndexValue, v: ie.Symbol) -> int | None:
@@ -187,11 +235,14 @@ def _lift_value(value: Any, x: RTBase) -> RecurrentTensor:
 
 def _check_definition(x: RTBase, val: RTBase, site: str) -> None:
     if val.shape != x.shape:
-        raise ShapeError(f"definition of {x.tensor_id!r} with shape {x.shape} by a value of "
-                         f"shape {val.shape}", site=site)
+        raise ShapeError(f"{label(x)} has shape {naming.shape_word(x.shape)}, but this "
+                         f"definition gives it a value of shape {naming.shape_word(val.shape)}",
+                         site=site)
     if val.dtype != x.dtype:
-        raise DTypeError(f"definition of {x.tensor_id!r} with dtype {x.dtype} by a value of "
-                         f"dtype {val.dtype} (cast it first)", site=site)
+        want, got = naming.dtype_word(x.dtype), naming.dtype_word(val.dtype)
+        raise DTypeError(f"{label(x)} has dtype {want}, but this definition gives it a value "
+                         f"of dtype {got} (cast it first: value.cast(dtypes.{want}))", site=site)
     if not val.domain.is_contained_in(x.unindexed_domain):
-        raise DomainError(f"definition of {x.tensor_id!r} over {x.unindexed_domain} by a value "
-                          f"over the larger domain {val.domain}", site=site)
+        raise DomainError(f"{label(x)} has domain {naming.domain_word(x.unindexed_domain)}, but "
+                          f"this definition gives it a value over the larger domain "
+                          f"{naming.domain_word(val.domain)}", site=site)

@@ -5,17 +5,20 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from tempo.core.configs import ExecutionConfig
 from tempo.core.domain import Domain, DomainLike
-from tempo.core.errors import TempoError, user_site
+from tempo.core.dtype import dtypes
+from tempo.core.errors import IndexExprError, TempoError, user_site
 from tempo.core.index_expr import BooleanIndexValue, ConstBool, Symbol, lift_to_bool_ie
 from tempo.core.sdg import SDG
 from tempo.core.utils import make_symbols
 
+_int_before = dtypes.default_int
 DEFAULT_EXEC_CFG = ExecutionConfig.default()
+dtypes.default_int = _int_before  # importing must not switch the int dtype of other configs
 
 _state = threading.local()
 
@@ -37,13 +40,15 @@ def get_active_ctx_manager() -> TempoContext:
 
 class TempoContext:
     """A program under construction. `TempoContext(cfg, num_dims=n)` creates symbols
-    d0..d{n-1} with bounds D0..D{n-1}; construction already makes it active."""
+    d0..d{n-1} with bounds D0..D{n-1}, or the names in `dim_names` ("b", "t" -> b/B, t/T),
+    which errors and schedules then print; construction already makes it active."""
 
     def __init__(
-        self, execution_config: ExecutionConfig = DEFAULT_EXEC_CFG, num_dims: int | None = None
+        self, execution_config: ExecutionConfig = DEFAULT_EXEC_CFG, num_dims: int | None = None,
+        dim_names: Sequence[str] | None = None,
     ) -> None:
         self.execution_config = execution_config
-        pairs = make_symbols([f"d{i}" for i in range(num_dims or 0)])
+        pairs = make_symbols(_dim_names(num_dims, dim_names))
         self._vars: tuple[Symbol, ...] = tuple(v for v, _ in pairs)
         self._bounds: tuple[Symbol, ...] = tuple(b for _, b in pairs)
         self._extra: list[tuple[Symbol, Symbol]] = []
@@ -74,7 +79,9 @@ class TempoContext:
     def new_perm_var(self, bound: int) -> tuple[Symbol, Symbol]:
         """A new dimension appended to the universe with its bound fixed to `bound`."""
         k = len(self._vars) + len(self._extra)
-        (var, ub), = make_symbols([f"d{k}"], start_idx=k)
+        taken = {v.name for v in self.universe.variables}
+        name = next(n for n in (f"d{j}" for j in range(k, 2 * k + 2)) if n not in taken)
+        (var, ub), = make_symbols([name], start_idx=k)
         self._extra.append((var, ub))
         self.sdg.universe = self.sdg.universe.append_dim(var)
         self.sdg.bound_defs[ub] = int(bound)
@@ -153,14 +160,29 @@ class TempoContext:
         self, bounds: Mapping[Symbol, int] | None = None, use_active_config: bool = False
     ) -> Any:
         """Schedule and generate code for the recorded program; returns an Executor."""
-        from tempo.compiler.driver import compile_sdg
+        from tempo.api.compile_driver import compile_sdg
 
         cfg = self.execution_config
         if use_active_config and _stack():
             cfg = _stack()[-1].execution_config
-        return compile_sdg(self.sdg, cfg, bounds, user_site())
+        exe = compile_sdg(self.sdg, cfg, bounds, user_site())
+        exe.recorded = self.sdg  # names tensors the compiler removed, when the user reads one
+        return exe
 
     def get_isl_ctx(self) -> Any:
         import islpy as isl
 
         return isl.DEFAULT_CONTEXT
+
+
+def _dim_names(num_dims: int | None, dim_names: Sequence[str] | None) -> list[str]:
+    """`d0..d{n-1}`, or the user's names (their count must agree with `num_dims`)."""
+    if dim_names is None:
+        return [f"d{i}" for i in range(num_dims or 0)]
+    if isinstance(dim_names, str):
+        dim_names = dim_names.replace(",", " ").split()
+    names = list(dim_names)
+    if num_dims is not None and num_dims != len(names):
+        raise IndexExprError(f"TempoContext: num_dims={num_dims} but dim_names has "
+                             f"{len(names)} names {names}", site=user_site())
+    return names

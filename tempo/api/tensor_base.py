@@ -9,11 +9,11 @@ from typing import TYPE_CHECKING, Any, Union
 import numpy as np
 
 from tempo.core import index_expr as ie
-from tempo.core import ops
+from tempo.core import naming, ops
 from tempo.core.domain import Domain
 from tempo.core.dtype import DataType, dtypes
 from tempo.core.errors import DTypeError, IndexExprError, ShapeError, TempoError, user_site
-from tempo.core.sdg import SDG, TensorId
+from tempo.core.sdg import SDG, Edge, TensorId
 from tempo.core.shape import Shape
 
 if TYPE_CHECKING:
@@ -44,6 +44,7 @@ class RTBase:
         self._ctx_mgr = ctx if ctx is not None else active_ctx()
         self.tensor_id = tensor_id
         self._index = index
+        self._index_site = ""  # the user's line that wrote `_index` (errors blame it)
         self.requires_grad = requires_grad
         self._grad: RecurrentTensor | None = None
         self._ctx: Any = None
@@ -163,7 +164,9 @@ def lift(x: Any) -> RecurrentTensor:
         return creation.const(x)
     if type(x).__module__.startswith("torch"):
         return creation.const(x.detach().cpu().numpy())
-    raise TypeError(f"cannot lift {type(x).__name__} to a RecurrentTensor")
+    raise DTypeError(f"cannot use a {type(x).__name__} ({x!r:.40}) as a tensor: operands must "
+                     "be RecurrentTensors, index expressions, Python numbers or bools, lists "
+                     "or arrays", site=user_site())
 
 
 def combine_requires_grad(xs: Sequence[RTBase]) -> bool | None:
@@ -181,22 +184,58 @@ def record(
     """Add one op reading `inputs` (at their index expressions); return its outputs."""
     ctx = active_ctx()
     sdg = ctx.sdg
-    xs = [lift(x) for x in inputs]
+    xs = promote(op_cls, [lift(x) for x in inputs], params)
     dom = union_domains([x.domain for x in xs] + ([domain] if domain is not None else []))
     site = user_site()
     op = op_cls(op_id=sdg.new_id(), domain=dom, site=site, tags=ctx.current_tags, **params)
     try:
         shapes, dts = op.infer([x.shape for x in xs], [x.dtype for x in xs])
     except (ShapeError, DTypeError) as exc:
-        described = ", ".join(f"{x.tensor_id!r}{tuple(x.shape)}:{x.dtype}" for x in xs)
-        raise type(exc)(f"{op.describe()} of [{described}]: {exc.args[0]}", site=site) from None
-    sdg.add_op(op, [(x.tensor_id, x.read_expr) for x in xs], shapes, dts)
+        described = ", ".join(operand_label(x, site) for x in xs)
+        why = getattr(exc, "message", exc.args[0])
+        raise type(exc)(f"{naming.kind(op)} of {described}: {why}", site=site) from None
+    sdg.add_op(op, [], shapes, dts)
+    for k, x in enumerate(xs):
+        sdg.add_edge(Edge(op.op_id, k, x.tensor_id, x.read_expr, site=x._index_site or site))
     rg = combine_requires_grad(xs) if xs else params.get("requires_grad", False)
     outs = [RTBase._final_cls(ops_tid(op, k), None, rg, ctx) for k in range(op.num_outputs)]
     from tempo.api.autodiff.tape import note_record
 
     note_record(ctx, op.op_id, xs, outs)
     return outs
+
+
+def promote(op_cls: type[ops.Op], xs: list[RecurrentTensor],
+            params: dict[str, Any]) -> list[RecurrentTensor]:
+    """Cast the inputs to the dtypes the op computes in (`Op.input_dtypes`): the one place
+    dtype promotion happens, so every backend's kernels see the same dtypes."""
+    want = op_cls.input_dtypes([x.dtype for x in xs], **params)
+    return [x if x.dtype == dt else record1(ops.CastOp, [x], dtype=dt) for x, dt in zip(xs, want)]
+
+
+def label(x: RTBase) -> str:
+    """The user's name for x's tensor: its `name=` or its defining line."""
+    return naming.op_label(x.op, x.sdg.names)
+
+
+def operand_label(x: RTBase, site: str) -> str:
+    """An operand in an error about the op at `site`: its shape and dtype, and where it was
+    defined when that is another line ('x (3,) float32 from `x = ...` at prog.py:5')."""
+    head = f"{naming.shape_word(x.shape)} {naming.dtype_word(x.dtype)}"
+    op = x.op
+    name = x.sdg.names.get(op.op_id)
+    if name:
+        return f"'{name}' {head}"
+    if naming.where(op.site) and naming.where(op.site) != naming.where(site):
+        return f"{head} ({naming.op_label(op)})"
+    return head
+
+
+def set_name(x: RecurrentTensor, name: str | None) -> RecurrentTensor:
+    """Record the user's `name=` for x's tensor; errors then call it by that name."""
+    if name is not None:
+        x.sdg.names[x.tensor_id.op_id] = str(name)
+    return x
 
 
 def union_domains(domains: Sequence[Domain]) -> Domain:
@@ -219,8 +258,9 @@ def check_symbols(expr: ie.IndexExpr, what: str) -> None:
     for s in expr.symbols_used():
         if not ctx.knows(s):
             raise IndexExprError(
-                f"{what} uses symbol {s} which the context does not have "
-                f"(its universe is {ctx.universe})",
+                f"{what} uses the symbol {s}, which is not a dimension of this TempoContext "
+                f"(its dimensions are {naming.domain_word(ctx.universe)}; use the symbols from "
+                "ctx.variables_and_bounds)",
                 site=user_site(),
             )
 

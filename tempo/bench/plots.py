@@ -49,7 +49,8 @@ def line_plot(exp: Experiment, records: list[Record], path: Path, x: str, metric
         ax.set_title(", ".join(f"{k}={v}" for k, v in zip(group, g)))
         ax.set_xlabel(x)
         ax.set_ylabel(ylabel)
-        ax.legend(fontsize=7)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=7)
     fig.suptitle(exp.title, fontsize=9)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -80,7 +81,8 @@ def mem_timeline_plot(exp: Experiment, root: Path, records: list[Record], path: 
         ax.set_title(f"{attn}: virtual-device accountant (live MiB)")
         ax.set_xlabel("decode progress (%)")
         ax.set_ylabel("live device MiB")
-        ax.legend(fontsize=7)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=7)
     if not drawn:
         plt.close(fig)
         return None
@@ -91,15 +93,16 @@ def mem_timeline_plot(exp: Experiment, root: Path, records: list[Record], path: 
     return path
 
 
-def bar_plot(exp: Experiment, records: list[Record], path: Path, metric: str, ylabel: str
-             ) -> Path | None:
-    """Grouped bars per sweep point (log y), OOM as red text (RL experiments)."""
+def bar_plot(exp: Experiment, records: list[Record], path: Path, metric: str, ylabel: str,
+             scale: float = 1.0) -> Path | None:
+    """Grouped bars per sweep point, from zero (a bar's length is its value), OOM as red
+    text (RL experiments)."""
     spec = exp.extra["table"]
     rows: dict[str, dict[str, float | str]] = {}
     for r in records:
         v = r.get(metric) if r.status == "ok" else None
         rows.setdefault(spec.row(r.point.cfg), {})[r.point.system.name] = (
-            v if v is not None else r.status)
+            v * scale if v is not None else r.status)
     systems = sorted({s for v in rows.values() for s, x in v.items() if x != "MISSING"})
     if not systems:
         return None
@@ -116,7 +119,7 @@ def bar_plot(exp: Experiment, records: list[Record], path: Path, metric: str, yl
                         transform=ax.get_xaxis_transform())
     ax.set_xticks([j + 0.4 - w / 2 for j in range(len(rows))], list(rows), rotation=30,
                   fontsize=7)
-    ax.set_yscale("log")
+    ax.set_ylim(bottom=0)
     ax.set_ylabel(ylabel)
     ax.set_title(exp.title, fontsize=9)
     ax.legend(fontsize=7)
@@ -127,24 +130,48 @@ def bar_plot(exp: Experiment, records: list[Record], path: Path, metric: str, yl
     return path
 
 
+def memsave_plots(records: list[Record], plots: Path) -> list[Path]:
+    """E8's bar charts, drawn from the point's summary rows into `plots/memsave/`."""
+    from tempo.memsave.bench import plot_rows
+
+    rows = next((r.summary.get("rows") for r in records if r.status == "ok"), None)
+    if not rows:
+        return []
+    return [Path(p) for p in plot_rows(rows, str(plots / "memsave"))]
+
+
+# Every plot file of each experiment, relative to the plots directory (the report links
+# these under the experiment's table when they exist).
+PLOT_FILES: dict[str, tuple[str, ...]] = {
+    "gpt2_tpt": ("gpt2_decode/tpt.png",),
+    "llama_tpt": ("llama32_decode/tpt.png",),
+    "gpt2_mem": ("gpt2_decode/mem_usage.png",),
+    "ppo_small_to_med": ("rl_train/small_to_med_scale.png",),
+    "ppo_large_obs": ("rl_train/large_obs.png", "rl_train/large_obs_device_mem.png"),
+    "memsave": ("memsave/e8_saved_bytes.png", "memsave/e8_max_batch.png",
+                "memsave/e8_peak_rss.png", "memsave/e8_step_time.png"),
+}
+
+
 def plot_experiment(exp: Experiment, root: Path, plots: Path, quick: bool) -> list[Path]:
     """All plots of one experiment (none when no system produced numbers)."""
     recs = load_records(root, exp.grid(quick))
     made: list[Path | None] = []
+    files = [plots / f for f in PLOT_FILES.get(exp.name, ())]
     if exp.name == "gpt2_tpt":
-        made.append(line_plot(exp, recs, plots / "gpt2_decode/tpt.png", "seq_len", "tpt", 1e3,
+        made.append(line_plot(exp, recs, files[0], "seq_len", "tpt", 1e3,
                               "time per token (ms)", ("attn",)))
     elif exp.name == "llama_tpt":
-        made.append(line_plot(exp, recs, plots / "llama32_decode/tpt.png", "seq_len", "tpt",
-                              1e3, "mean time between tokens (ms)", ("attn", "batch")))
+        made.append(line_plot(exp, recs, files[0], "seq_len", "tpt", 1e3,
+                              "mean time between tokens (ms)", ("attn", "batch")))
     elif exp.name == "gpt2_mem":
-        made.append(mem_timeline_plot(exp, root, recs, plots / "gpt2_decode/mem_usage.png"))
+        made.append(mem_timeline_plot(exp, root, recs, files[0]))
     elif exp.name == "ppo_small_to_med":
-        made.append(bar_plot(exp, recs, plots / "rl_train/small_to_med_scale.png", "iter_mean",
-                             "iteration time (s, log)"))
+        made.append(bar_plot(exp, recs, files[0], "iter_mean", "iteration time (s)"))
     elif exp.name == "ppo_large_obs":
-        made.append(bar_plot(exp, recs, plots / "rl_train/large_obs.png", "iter_mean",
-                             "iteration time (s, log)"))
-        made.append(bar_plot(exp, recs, plots / "rl_train/large_obs_device_mem.png",
-                             "peak_device_bytes", "accountant peak device bytes (log)"))
+        made.append(bar_plot(exp, recs, files[0], "iter_mean", "iteration time (s)"))
+        made.append(bar_plot(exp, recs, files[1], "peak_device_bytes",
+                             "accountant peak device memory (MiB)", 1 / MIB))
+    elif exp.name == "memsave":
+        made += memsave_plots(recs, plots)
     return [p for p in made if p is not None]

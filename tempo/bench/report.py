@@ -3,7 +3,6 @@ table tests and whether it held (claims involving a MISSING system read "not tes
 
 from __future__ import annotations
 
-import json
 import platform
 import time
 from pathlib import Path
@@ -12,6 +11,7 @@ from typing import Any
 import psutil
 
 from tempo.bench.experiments.common import TableSpec, fmt
+from tempo.bench.plots import PLOT_FILES
 from tempo.bench.registry import Experiment
 from tempo.bench.results import Record, load_records
 
@@ -38,7 +38,7 @@ def _markdown(tab: dict[str, dict[str, Cell]], systems: list[str],
     for row, vals in tab.items():
         cells = [row]
         for s in systems:
-            v = vals.get(s, "")
+            v = vals.get(s, "–")  # "–": this system has no point in this row
             cells.append(fmt(v) if isinstance(v, float) else str(v))
         for a, b in ratios:
             va, vb = vals.get(a), vals.get(b)
@@ -56,30 +56,51 @@ def _missing_notes(records: list[Record]) -> list[str]:
     return [f"- `{s}` MISSING: {why}" for s, why in seen.items()]
 
 
+def _has_data(r: Record) -> bool:
+    return r.status in ("ok", "OOM")
+
+
+def _plot_links(exp: Experiment, root: Path) -> list[str]:
+    """Markdown links to the experiment's plots that exist under `root/plots`."""
+    files = [f for f in PLOT_FILES.get(exp.name, ()) if (root / "plots" / f).exists()]
+    return [f"![{exp.title}: {Path(f).stem}](plots/{f})" for f in files] + ([""] if files else [])
+
+
+def _no_data_line(records: list[Record]) -> str:
+    """One line saying why an experiment has no numbers (instead of an empty table)."""
+    why = sorted({r.reason or r.status for r in records})
+    return "*No measurements:* " + ("; ".join(why) if why else "no points in this grid") + "."
+
+
 def experiment_section(exp: Experiment, root: Path, quick: bool) -> str:
-    """Markdown section for one experiment."""
+    """Markdown section for one experiment: its table(s) with numbers, its verdicts, its plots
+    linked below; or one line saying why there are no numbers."""
     records = load_records(root, exp.grid(quick))
     out = [f"## {exp.title}", "", f"*Claim tested:* {exp.claim}", ""]
+    if not any(_has_data(r) for r in records):
+        return "\n".join([*out, _no_data_line(records), ""])
     spec: TableSpec | None = exp.extra.get("table")
     if spec is None:
-        for r in records:
-            if r.status == "ok":
-                out += ["```json", json.dumps(r.summary, indent=1)[:4000], "```"]
-            else:
-                out.append(f"- `{r.point.rel_dir}`: {r.status} — {r.reason}")
-        return "\n".join(out) + "\n"
+        custom = exp.extra.get("report")
+        body = custom(records) if custom is not None else [
+            f"- `{r.point.rel_dir}`: {r.status}" for r in records]
+        return "\n".join([*out, *body, "", *_plot_links(exp, root)])
     loads = [v for r in records if (v := r.get("loadavg_1min_start")) is not None]
     if loads:  # the machine is shared: say how loaded it was while these points ran
         out += [f"*Machine load:* 1-min load average {min(loads):.1f}–{max(loads):.1f} at the "
                 f"start of the {len(loads)} measured points (2 cores).", ""]
-    systems = [s.name for s in exp.systems if any(r.point.system is s for r in records)]
+    measured = [r for r in records if _has_data(r)]
+    systems = [s.name for s in exp.systems if any(r.point.system is s for r in measured)]
     ratios = tuple((a, b) for a, b in spec.ratios if a in systems and b in systems)
-    tab = build_table(spec, records)
+    rows = {spec.row(r.point.cfg) for r in measured}  # rows where some system has a number
+    tab = {k: v for k, v in build_table(spec, records).items() if k in rows}
     out.append(f"**{spec.metric}** ({spec.unit}); ratios are row-wise quotients of this metric.")
     out += ["", *_markdown(tab, systems, ratios), ""]
     for metric, label, scale in spec.extra_metrics:
-        out += [f"**{label}**", "", *_markdown(build_table(spec, records, metric, scale),
-                                               systems, ()), ""]
+        extra = {k: v for k, v in build_table(spec, records, metric, scale).items()
+                 if k in rows}
+        if any(isinstance(v, float) for row in extra.values() for v in row.values()):
+            out += [f"**{label}**", "", *_markdown(extra, systems, ()), ""]
     if spec.memory_note:
         out += [f"*Memory measure:* {spec.memory_note}", ""]
     if spec.checks:
@@ -89,6 +110,7 @@ def experiment_section(exp: Experiment, root: Path, quick: bool) -> str:
             claim, verdict = check(tab)
             out.append(f"| {claim} | {verdict} |")
         out.append("")
+    out += _plot_links(exp, root)
     out += _missing_notes(records)
     oom = [r.point.rel_dir.rsplit("/", 1)[-1] for r in records if r.status == "OOM"]
     if oom:

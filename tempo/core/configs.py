@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -185,6 +186,11 @@ class ExecutionConfig:
                               site=user_site())
 
     # ---- queries ------------------------------------------------------------------
+    def writes_artefacts(self) -> bool:
+        """Compile artefacts (profiles, rendered graphs) go to `path` only when the user
+        asked: they set `path`, or turned on a rendering/profiling flag (API §7 fix 15)."""
+        return self.path != get_default_path() or any(getattr(self, f) for f in _ARTEFACT_FLAGS)
+
     def get_canonical_backend_name(self) -> DLBackendName:
         return DLBackendName.from_(self.backend)
 
@@ -200,7 +206,9 @@ class ExecutionConfig:
     # ---- presets ------------------------------------------------------------------
     @staticmethod
     def default() -> ExecutionConfig:
-        return ExecutionConfig()
+        """What `TempoContext(num_dims=n)` uses without a config: a device that exists and
+        the backend that compiles fastest there (torch: no jit warm-up), API §7 fix 15."""
+        return ExecutionConfig(dev="gpu" if gpu_present() else "cpu", backend="torch")
 
     @staticmethod
     def test_cfg() -> ExecutionConfig:
@@ -221,6 +229,16 @@ class ExecutionConfig:
 
 
 _LAST_FIELD = dataclasses.fields(ExecutionConfig)[-1].name
+
+# Flags that ask for compile artefacts under `path` even when it was left at its default.
+_ARTEFACT_FLAGS = ("visualize_pipeline_stages", "render_schedule", "profile_codegen_kernels",
+                   "enable_exec_op_profiling")
+
+
+def gpu_present() -> bool:
+    """An NVIDIA GPU with a loaded driver, seen without importing a backend."""
+    gpus = "/proc/driver/nvidia/gpus"
+    return (os.path.isdir(gpus) and bool(os.listdir(gpus))) or os.path.exists("/dev/nvidia0")
 
 
 def _is_initialised(cfg: ExecutionConfig) -> bool:

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import importlib
 from enum import Enum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tempo.core.errors import ConfigError, user_site
+
+if TYPE_CHECKING:
+    from tempo.runtime.backends.protocol import Backend
 
 _ALIASES = {"torch": "TORCH", "pytorch": "TORCH", "jax": "JAX", "xla": "JAX",
             "numpy": "NUMPY", "np": "NUMPY"}
@@ -41,27 +44,36 @@ class DLBackendName(Enum):
 
 
 class DLBackend:
-    """Registry of backend classes by name; `runtime.backends` registers them on import."""
+    """Registry of backend classes by name; `runtime.backends` registers them on import.
+
+    A backend may be registered lazily as "module:Class" (jax takes ~2 s to import): the
+    class is imported on the first `get_backend` and replaces the string in the registry."""
 
     _registry: dict[DLBackendName, Any] = {}
     _RUNTIME_MODULE = "tempo.runtime.backends"
 
     @staticmethod
     def register(name: str | DLBackendName, cls: Any) -> Any:
-        """Record `cls` as the backend for `name`; returns `cls` so it works as a helper."""
+        """Record `cls` (a class, or a lazy "module:Class" reference) as the backend for
+        `name`; returns `cls` so it works as a helper."""
         DLBackend._registry[DLBackendName.from_(name)] = cls
         return cls
 
     @staticmethod
-    def get_backend(name: str | DLBackendName) -> Any:
-        """The backend class for `name`, importing the runtime's backends on first use."""
+    def get_backend(name: str | DLBackendName) -> type[Backend]:
+        """The backend class for `name`, importing the runtime's backends on first use.
+        Its conversions are static: `DLBackend.get_backend("torch").from_dlpack(x)`."""
         key = DLBackendName.from_(name)
         if key not in DLBackend._registry:
             importlib.import_module(DLBackend._RUNTIME_MODULE)
         cls = DLBackend._registry.get(key)
+        if isinstance(cls, str):
+            module, _, attr = cls.partition(":")
+            cls = getattr(importlib.import_module(module), attr)
+            DLBackend._registry[key] = cls
         if cls is None:
             raise ConfigError(f"backend {key.value!r} is not available", site=user_site())
-        return cls
+        return cls  # type: ignore[no-any-return]  # registry values are backend classes
 
     @staticmethod
     def registered() -> tuple[DLBackendName, ...]:

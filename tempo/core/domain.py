@@ -130,6 +130,10 @@ class Domain:
                     found[s.name] = s
         return tuple(sorted(found.values(), key=lambda s: s.idx))
 
+    def has_default_bounds(self) -> bool:
+        """True when every variable `v` runs over `0:V` (no bound is overridden)."""
+        return not self._bounds
+
     def bound_of(self, var: Symbol) -> Any:
         """The upper bound of `var` here: its override, else `var.as_bound()`."""
         self.find_variable_index(var)

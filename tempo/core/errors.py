@@ -3,20 +3,33 @@ the offending expression or shape, and the user's source line (found by `user_si
 
 from __future__ import annotations
 
+import linecache
 import os
-import traceback
+import sys
 
 _TEMPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+def called_from_tempo(depth: int) -> bool:
+    """Whether the frame `depth` levels above the caller is Tempo's own library code."""
+    path = os.path.abspath(sys._getframe(depth + 1).f_code.co_filename)
+    return path.startswith(_TEMPO_ROOT + os.sep)
+
+
 def user_site(skip_tempo: bool = True) -> str:
-    """The innermost stack frame outside the tempo package, as 'file:line: code'."""
-    for frame in reversed(traceback.extract_stack()[:-1]):
-        path = os.path.abspath(frame.filename)
-        if skip_tempo and path.startswith(_TEMPO_ROOT + os.sep) and "/tests/" not in path:
-            continue
-        code = (frame.line or "").strip()
-        return f"{frame.filename}:{frame.lineno}: {code}"
+    """The innermost stack frame outside the tempo package, as 'file:line: code', skipping
+    dataclass machinery (generated `__init__`s, `dataclasses.replace`). Walks the frames
+    itself, so only the chosen line's text is read (every recorded op calls this)."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        name = frame.f_code.co_filename
+        generated = (name == "<string>" and frame.f_code.co_name == "__init__"
+                     or name.endswith(os.sep + "dataclasses.py"))
+        inside = skip_tempo and os.path.abspath(name).startswith(_TEMPO_ROOT + os.sep)
+        if not generated and not inside:
+            code = linecache.getline(name, frame.f_lineno).strip()
+            return f"{name}:{frame.f_lineno}: {code}"
+        frame = frame.f_back  # type: ignore[assignment]
     return "<unknown>"
 
 
@@ -25,11 +38,16 @@ class TempoError(Exception):
 
     def __init__(self, message: str, *, site: str | None = None) -> None:
         self.site = site
+        self.message = message  # without the site line, for errors that wrap this one
         super().__init__(message if site is None else f"{message}\n  at {site}")
 
 
 class IndexExprError(TempoError, ValueError):
     """A malformed or out-of-range index expression (unknown symbol, constant past a bound)."""
+
+
+class DefinitionError(TempoError, ValueError):
+    """A placeholder definition that can never take effect (an earlier branch shadows it)."""
 
 
 class ShapeError(TempoError, ValueError):

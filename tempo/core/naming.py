@@ -32,16 +32,16 @@ def where(site: str | None) -> str:
 def code(site: str | None) -> str:
     """The user's source text at a site, shortened to one readable line."""
     parts = site_parts(site)
-    text = "" if parts is None else parts[2]
+    text = "" if parts is None else _without_comment(parts[2])
     return text if len(text) <= _MAX_CODE else text[: _MAX_CODE - 3] + "..."
 
 
 def at_site(site: str | None) -> str:
-    """'`code` at prog.py:7' (or just 'prog.py:7' when the line's text is unknown)."""
+    """'`code` at prog.py:7' ('the code at prog.py:7' when the line's text is unknown)."""
     w, c = where(site), code(site)
     if not w:
-        return "an unknown line"
-    return f"`{c}` at {w}" if c else w
+        return "the code at an unknown line"
+    return f"`{c}` at {w}" if c else f"the code at {w}"
 
 
 def op_label(op: Any, names: Mapping[int, str] | None = None) -> str:
@@ -50,8 +50,10 @@ def op_label(op: Any, names: Mapping[int, str] | None = None) -> str:
     if name:
         w = where(op.site)
         return f"'{name}'" + (f" (defined at {w})" if w else "")
-    if site_parts(op.site) is not None:
+    if code(op.site):
         return f"the {kind(op)} {at_site(op.site)}"
+    if where(op.site):
+        return f"the {kind(op)} made at {where(op.site)}"
     return f"an internal {kind(op)}"
 
 
@@ -72,7 +74,13 @@ _KINDS = {"merge": "placeholder", "udf_source": "source_udf", "eval_symbol": "sy
 def kind(op: Any) -> str:
     """What the user called to make this op ('placeholder', 'add', 'source_udf')."""
     name = getattr(op, "name", type(op).__name__)
-    return _KINDS.get(name, name)
+    if name in ("udf_source", "map_udf", "sink_udf") and getattr(op, "with_ts", False):
+        return {"udf_source": "source_with_ts_udf", "map_udf": "map_with_ts_udf",
+                "sink_udf": "sink_with_ts_udf"}[name]
+    if name in _KINDS:
+        return _KINDS[name]
+    described = op.describe() if hasattr(op, "describe") else name
+    return described if described.isidentifier() else name
 
 
 def dtype_word(dt: Any) -> str:
@@ -102,13 +110,27 @@ def domain_word(domain: Any) -> str:
 
 
 def shape_word(shape: Any) -> str:
-    """A shape as a tuple of dims: '(3, 4)', '(t + 1, 4)', '()'."""
-    return "(" + ", ".join(expr_word(d) for d in shape) + ")"
+    """A shape as a Python tuple of dims: '(3, 4)', '(3,)', '(t + 1, 4)', '()'."""
+    dims = [expr_word(d) for d in shape]
+    return f"({dims[0]},)" if len(dims) == 1 else "(" + ", ".join(dims) + ")"
 
 
 def point_word(values: Mapping[str, int]) -> str:
     """A point as 't = 5, b = 0'."""
     return ", ".join(f"{k} = {v}" for k, v in values.items())
+
+
+def _without_comment(line: str) -> str:
+    """The code of a line without a trailing `# comment` (a '#' inside quotes stays)."""
+    quote = ""
+    for i, ch in enumerate(line):
+        if quote:
+            quote = "" if ch == quote and line[i - 1] != "\\" else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch == "#":
+            return line[:i].rstrip()
+    return line
 
 
 def _balanced(s: str) -> bool:

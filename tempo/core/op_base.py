@@ -48,6 +48,13 @@ class Op:
         """Output shapes and dtypes from input shapes and dtypes (raise on mismatch)."""
         return [shapes[0]], [dts[0]]
 
+    @classmethod
+    def input_dtypes(cls, dts: DTypes, **params: Any) -> DTypes:
+        """The dtypes the kernels receive the inputs in (`params`: the op's fields). The
+        front end casts the inputs to them when it records the op: dtype promotion happens
+        once, there, so no backend promotes and all compute in the same dtypes."""
+        return list(dts)
+
     def runtime_exprs(self) -> tuple[IndexExpr, ...]:
         """Index expressions whose current values the kernel receives as trailing args."""
         return ()

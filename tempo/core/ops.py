@@ -135,6 +135,10 @@ class CatOp(Op):
         first[self.dim] = total
         return [Shape.from_(tuple(first))], [dtypes.upcast(*dts)]
 
+    @classmethod
+    def input_dtypes(cls, dts: DTypes, **params: Any) -> DTypes:
+        return [dtypes.upcast(*dts)] * len(dts)
+
 
 @dataclass(frozen=True, eq=False, kw_only=True, repr=False)
 class FlipOp(Op):
@@ -196,6 +200,10 @@ class ScatterAddOp(Op):
             raise DTypeError(f"scatter_add of {dts[2]} into {dts[0]}")
         return [shapes[0]], [dts[0]]
 
+    @classmethod
+    def input_dtypes(cls, dts: DTypes, **params: Any) -> DTypes:
+        return [dts[0], dts[1], dts[0]]  # the source in the sink's dtype
+
 
 @dataclass(frozen=True, eq=False, kw_only=True, repr=False)
 class IndexAddOp(Op):
@@ -209,10 +217,20 @@ class IndexAddOp(Op):
     def infer(self, shapes: Shapes, dts: DTypes) -> tuple[Shapes, DTypes]:
         _check_index("index_add", dts[1])
         if len(shapes[1]) > 1:
-            raise ShapeError(f"index_add needs a 1-d index, got shape {shapes[1]}")
+            raise ShapeError(f"index_add needs a 0-d or 1-d index, got shape {shapes[1]}")
         if dts[0] != dts[2]:
             raise DTypeError(f"index_add of {dts[2]} into {dts[0]}")
+        x = _dims(shapes[0])
+        want = Shape.from_(tuple(x[: self.dim] + _dims(shapes[1]) + x[self.dim + 1 :]))
+        if len(shapes[2]) != len(want) or not want == shapes[2]:
+            raise ShapeError(f"index_add source of shape {shapes[2]} into {shapes[0]} along "
+                             f"dim {self.dim} with an index of shape {shapes[1]}: the source "
+                             f"must have shape {want}")
         return [shapes[0]], [dts[0]]
+
+    @classmethod
+    def input_dtypes(cls, dts: DTypes, **params: Any) -> DTypes:
+        return [dts[0], dts[1], dts[0]]  # the source in x's dtype
 
 
 # ---------------------------------------------------------------- elementwise
@@ -244,6 +262,17 @@ class UnaryOp(Op):
             dt = dtypes.least_upper_signed_int(dt)
         return [shapes[0]], [dt]
 
+    @classmethod
+    def input_dtypes(cls, dts: DTypes, **params: Any) -> DTypes:
+        """Float functions take ints as `least_upper_float`; `neg` takes unsigned ints as
+        the signed type above them (torch would wrap around)."""
+        fn, dt = params["fn"], dts[0]
+        if fn in _FLOAT_UNARY and not dtypes.is_float(dt):
+            return [dtypes.least_upper_float(dt)]
+        if fn == "neg" and dtypes.is_unsigned_int(dt):
+            return [dtypes.least_upper_signed_int(dt)]
+        return [dt]
+
     def describe(self) -> str:
         return self.fn
 
@@ -265,6 +294,14 @@ class BinaryOp(Op):
             dt = dtypes.least_upper_float(dt)
         return [shape], [dt]
 
+    @classmethod
+    def input_dtypes(cls, dts: DTypes, **params: Any) -> DTypes:
+        """Both operands in their upcast; true division of ints in `least_upper_float`."""
+        dt = dtypes.upcast(dts[0], dts[1])
+        if params["fn"] == "div":
+            dt = dtypes.least_upper_float(dt)
+        return [dt, dt]
+
     def describe(self) -> str:
         return self.fn
 
@@ -280,6 +317,11 @@ class WhereOp(Op):
         if not dtypes.is_bool(dts[0]):
             raise DTypeError(f"where needs a bool condition, got {dts[0]}")
         return [Shape.broadcast(*shapes)], [dtypes.upcast(dts[1], dts[2])]
+
+    @classmethod
+    def input_dtypes(cls, dts: DTypes, **params: Any) -> DTypes:
+        dt = dtypes.upcast(dts[1], dts[2])
+        return [dts[0], dt, dt]
 
 
 @dataclass(frozen=True, eq=False, kw_only=True, repr=False)
@@ -315,6 +357,10 @@ class SumOp(Op):
             out = [d for i, d in enumerate(src) if i not in self.dims]
         return [Shape.from_(tuple(out))], [accumulate_dtype(dts[0])]
 
+    @classmethod
+    def input_dtypes(cls, dts: DTypes, **params: Any) -> DTypes:
+        return [accumulate_dtype(dts[0])]
+
 
 @dataclass(frozen=True, eq=False, kw_only=True, repr=False)
 class MaxOp(Op):
@@ -346,6 +392,10 @@ class CumsumOp(Op):
 
     def infer(self, shapes: Shapes, dts: DTypes) -> tuple[Shapes, DTypes]:
         return [shapes[0]], [accumulate_dtype(dts[0])]
+
+    @classmethod
+    def input_dtypes(cls, dts: DTypes, **params: Any) -> DTypes:
+        return [accumulate_dtype(dts[0])]
 
 
 @dataclass(frozen=True, eq=False, kw_only=True, repr=False)
@@ -383,7 +433,14 @@ class MatMulOp(Op):
             raise ShapeError(f"matmul shapes do not fit: {shapes[0]} @ {shapes[1]}")
         batch = Shape.broadcast(Shape.from_(tuple(a2[:-2])), Shape.from_(tuple(b2[:-2])))
         out = list(batch) + ([a2[-2]] if len(a) > 1 else []) + ([b2[-1]] if len(b) > 1 else [])
-        return [Shape.from_(tuple(out))], [dtypes.upcast(dts[0], dts[1])]
+        dt = dtypes.upcast(dts[0], dts[1])
+        if dtypes.is_bool(dt):
+            raise DTypeError("matmul of bool tensors (cast them to an int or float dtype)")
+        return [Shape.from_(tuple(out))], [dt]
+
+    @classmethod
+    def input_dtypes(cls, dts: DTypes, **params: Any) -> DTypes:
+        return [dtypes.upcast(dts[0], dts[1])] * 2
 
 
 @dataclass(frozen=True, eq=False, kw_only=True, repr=False)
@@ -413,7 +470,14 @@ class ConvOp(Op):
                 sp.append((x[2 + i] - 1) * s - 2 * p + d * (k - 1) + op + 1)
             else:
                 sp.append((x[2 + i] + 2 * p - d * (k - 1) - 1) // s + 1)
-        return [Shape.from_((x[0], out_ch, *sp))], [dtypes.upcast(dts[0], dts[1])]
+        dt = dtypes.upcast(dts[0], dts[1])
+        if dtypes.is_bool(dt):
+            raise DTypeError("convolution of bool tensors (cast them to an int or float dtype)")
+        return [Shape.from_((x[0], out_ch, *sp))], [dt]
+
+    @classmethod
+    def input_dtypes(cls, dts: DTypes, **params: Any) -> DTypes:
+        return [dtypes.upcast(dts[0], dts[1])] * 2
 
 
 ALL_OPS: tuple[type[Op], ...] = (

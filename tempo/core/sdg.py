@@ -8,14 +8,23 @@ is kept exact (never widened), because scheduling, freeing and autodiff depend o
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable, Iterator
+import heapq
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 
 from tempo.core.domain import Domain
 from tempo.core.dtype import DataType
-from tempo.core.index_expr import BooleanIndexValue, IndexSequence, Symbol
-from tempo.core.ops import Op
+from tempo.core.index_expr import BooleanIndexValue, IndexSequence, Slice, Symbol
+from tempo.core.ops import MergeOp, Op
+from tempo.core.sdg_compose import compose
 from tempo.core.shape import Shape
+
+_SAME = object()  # "leave this field as it is" for `SDG.set_input`
+
+
+class RewriteError(Exception):
+    """A compiler rewrite that cannot be done exactly (an internal error: passes check
+    before rewriting, or catch it and leave the graph unchanged)."""
 
 
 @dataclass(frozen=True)
@@ -68,6 +77,11 @@ class SDG:
     names: dict[int, str] = field(default_factory=dict)
     _next_id: int = 0
 
+    # Bumped by every mutation helper: the pass manager's "did this pass change anything".
+    version: int = 0
+    # Ops whose definition or reads changed since the last `take_changed()` (validation).
+    changed: set[int] = field(default_factory=set)
+
     # ---------------------------------------------------------------- building
     def new_id(self) -> int:
         self._next_id += 1
@@ -83,36 +97,168 @@ class SDG:
         self.ops[op.op_id] = op
         self.in_edges[op.op_id] = []
         self.out_edges.setdefault(op.op_id, [])
+        self._next_id = max(self._next_id, op.op_id + 1)
         for k, (shape, dt) in enumerate(zip(shapes, dtypes_)):
             self.tensors[TensorId(op.op_id, k)] = TensorInfo(shape, dt)
         for src, expr in inputs:
             self.add_edge(Edge(op.op_id, len(self.in_edges[op.op_id]), src, expr))
+        self.changed.add(op.op_id)
+        self.version += 1
         return op
+
+    def add_inferred(self, op: Op, inputs: Iterable[tuple[TensorId, IndexSequence]]) -> Op:
+        """Add a new op whose output shapes and dtypes follow from its reads (op's rule)."""
+        reads = list(inputs)
+        probes = [Edge(op.op_id, k, src, expr) for k, (src, expr) in enumerate(reads)]
+        shapes, dts = op.infer([self.read_shape(e) for e in probes],
+                               [self.tensors[src].dtype for src, _ in reads])
+        return self.add_op(op, reads, shapes, dts)
 
     def add_edge(self, edge: Edge) -> None:
         self.in_edges[edge.sink].append(edge)
         self.out_edges.setdefault(edge.src.op_id, []).append(edge)
+        self.changed.add(edge.sink)
+        self.version += 1
 
     def replace_op(self, op: Op) -> None:
-        """Swap in a new version of an op (same id), e.g. with an overridden bound."""
+        """Swap in a new version of an op (same id and outputs), e.g. with another bound."""
         self.ops[op.op_id] = op
+        self.changed.add(op.op_id)
+        self.version += 1
+
+    def take_changed(self) -> set[int]:
+        """The ops changed since the last call (that still exist); resets the record."""
+        out = {i for i in self.changed if i in self.ops}
+        self.changed = set()
+        return out
 
     def set_in_edges(self, op_id: int, edges: list[Edge]) -> None:
+        """Op `op_id` reads exactly `edges`, in order (positions are renumbered)."""
+        self.changed.add(op_id)
         for e in self.in_edges.get(op_id, []):
             self.out_edges[e.src.op_id].remove(e)
         self.in_edges[op_id] = []
         for k, e in enumerate(edges):
             self.add_edge(replace(e, sink=op_id, sink_in=k))
+        self.version += 1
 
     def remove_op(self, op_id: int) -> None:
+        """Delete an op and every edge at it, readers' inputs included (they lose an input:
+        use `remove_ops` for the safe form, or `induced_subgraph` to cut a graph)."""
         for e in self.in_edges.pop(op_id, []):
             self.out_edges[e.src.op_id].remove(e)
         for e in list(self.out_edges.get(op_id, [])):
             self.in_edges[e.sink].remove(e)
+            self.changed.add(e.sink)
         self.out_edges.pop(op_id, None)
+        self.changed.discard(op_id)
         op = self.ops.pop(op_id)
         for k in range(op.num_outputs):
             self.tensors.pop(TensorId(op_id, k), None)
+            self.block_stores.pop(TensorId(op_id, k), None)
+        self.version += 1
+
+    # ---------------------------------------------------------------- rewriting
+    def set_input(
+        self, edge: Edge, src: TensorId, expr: IndexSequence,
+        cond: BooleanIndexValue | None | object = _SAME,
+    ) -> Edge:
+        """Make `edge`'s reader read `src` at `expr` instead, at the same input position
+        (and under `cond` if given). Returns the new edge."""
+        new = replace(edge, src=src, expr=expr,
+                      cond=edge.cond if cond is _SAME else cond)  # type: ignore[arg-type]
+        ins = self.in_edges[edge.sink]
+        ins[ins.index(edge)] = new
+        self.out_edges[edge.src.op_id].remove(edge)
+        self.out_edges.setdefault(src.op_id, []).append(new)
+        self.changed.add(edge.sink)
+        self.version += 1
+        return new
+
+    def redefine(self, op: Op, inputs: Iterable[tuple[TensorId, IndexSequence]] = ()) -> None:
+        """Turn the op with `op.op_id` into `op`, reading `inputs` (point reads, no
+        conditions). Its outputs, and so its readers, are unchanged: a local rewrite."""
+        old = self.ops[op.op_id]
+        if old.num_outputs != op.num_outputs:
+            raise RewriteError(f"redefining {old!r} as {op!r} changes its outputs")
+        self.ops[op.op_id] = op
+        self.set_in_edges(op.op_id, [Edge(op.op_id, k, src, expr)
+                                     for k, (src, expr) in enumerate(inputs)])
+
+    def replace_all_uses(
+        self, old: TensorId, new: TensorId, via: IndexSequence | None = None,
+        where: Callable[[Edge], bool] | None = None,
+    ) -> int:
+        """Readers of `old` (those `where` accepts) read `new` instead. `via` is `new`'s
+        point as a function of `old`'s domain variables (default: the identity, for equal
+        domains); each read is composed with it exactly. All or nothing: raises
+        RewriteError, changing nothing, when some read cannot be composed.
+        Returns the number of redirected reads."""
+        old_vars = self.ops[old.op_id].domain.variables
+        if via is None:
+            new_vars = self.ops[new.op_id].domain.variables
+            if [v.name for v in new_vars] != [v.name for v in old_vars]:
+                raise RewriteError(f"{old!r} and {new!r} have different domains: give `via`")
+            via = IndexSequence(tuple(old_vars))
+        plan = []
+        for e in self.readers(old):
+            if where is not None and not where(e):
+                continue
+            expr = compose(via, old_vars, e.expr)
+            if expr is None:
+                raise RewriteError(f"cannot compose {e.expr} with {via} for {old!r} -> {new!r}")
+            plan.append((e, expr))
+        for e, expr in plan:
+            self.set_input(e, new, expr)
+        return len(plan)
+
+    def can_replace_all_uses(self, old: TensorId, via: IndexSequence) -> bool:
+        """Whether every read of `old` composes exactly with `via` (see replace_all_uses)."""
+        old_vars = self.ops[old.op_id].domain.variables
+        return all(compose(via, old_vars, e.expr) is not None for e in self.readers(old))
+
+    def remove_ops(self, op_ids: Iterable[int]) -> None:
+        """Delete ops that nothing outside the set reads and the user does not keep."""
+        doomed = set(op_ids)
+        for i in doomed:
+            for e in self.out_edges.get(i, []):
+                if e.sink not in doomed:
+                    raise RewriteError(f"cannot remove {self.ops[i]!r}: "
+                                       f"{self.ops[e.sink]!r} reads it")
+            if any(TensorId(i, k) in self.keep for k in range(self.ops[i].num_outputs)):
+                raise RewriteError(f"cannot remove {self.ops[i]!r}: the user keeps it")
+        for i in sorted(doomed):
+            self.remove_op(i)
+
+    def reduce_domain(self, op_id: int, var: Symbol) -> None:
+        """Op `op_id` stops iterating over `var` (its value does not vary along it): it
+        loses the dimension and its readers drop the matching member of their reads."""
+        op = self.ops[op_id]
+        pos = op.domain.find_variable_index(var)
+        for e in self.in_edges[op_id]:
+            used = e.expr.vars_used() | (e.cond.vars_used() if e.cond is not None else set())
+            if var in used:
+                raise RewriteError(f"{op!r} reads along {var}: its value varies with it")
+        out = [e for e in self.out_edges.get(op_id, [])]
+        if any(isinstance(e.expr[pos], Slice) for e in out):
+            raise RewriteError(f"a reader of {op!r} reads a slice along {var}")
+        self.ops[op_id] = replace(op, domain=op.domain.remove_dim(var))
+        self.changed.add(op_id)
+        for e in out:
+            self.set_input(e, e.src, e.expr.skip_idx(pos))
+        for k in range(op.num_outputs):
+            self.block_stores.pop(TensorId(op_id, k), None)
+        self.version += 1
+
+    def induced_subgraph(self, op_ids: Iterable[int]) -> SDG:
+        """A copy holding only `op_ids` and the edges between them (reads of other ops are
+        cut), e.g. the part of a program left to schedule after a prologue."""
+        chosen = set(op_ids)
+        sub = self.copy()
+        for i in [i for i in sub.ops if i not in chosen]:
+            sub.remove_op(i)
+        sub.keep = {t for t in sub.keep if t.op_id in chosen}
+        return sub
 
     # ---------------------------------------------------------------- queries
     def info(self, tid: TensorId) -> TensorInfo:
@@ -124,13 +270,46 @@ class SDG:
     def readers(self, tid: TensorId) -> list[Edge]:
         return [e for e in self.out_edges.get(tid.op_id, []) if e.src == tid]
 
-    def topological(self) -> Iterator[Op]:
-        """Ops in creation order (ids grow as ops are recorded; recurrences close later)."""
-        for op_id in sorted(self.ops):
-            yield self.ops[op_id]
+    def read_shape(self, e: Edge) -> Shape:
+        """The spatial shape a read delivers: slice lengths lead, then the tensor's shape."""
+        lead = tuple(m.length().simplify() for m in e.expr if isinstance(m, Slice))
+        return Shape.from_(lead + tuple(self.tensors[e.src].shape))
+
+    def is_kept(self, op_id: int) -> bool:
+        """Whether the user reads one of the op's tensors after the run."""
+        return any(TensorId(op_id, k) in self.keep for k in range(self.ops[op_id].num_outputs))
+
+    def topological(self) -> list[Op]:
+        """Every op after the ops it reads, except reads by recurrences (merges), which
+        close the program's cycles; ties go to the older op, so an unrewritten graph
+        comes out in creation order. Rewrites may add ops that older ops read.
+        (Cached until the next mutation.)"""
+        cached = self.__dict__.get("_topo")
+        if cached is not None and cached[0] == self.version and len(cached[1]) == len(self.ops):
+            return list(cached[1])
+        indeg = {i: 0 for i in self.ops}
+        for i, es in self.in_edges.items():
+            if not isinstance(self.ops[i], MergeOp):
+                indeg[i] = sum(1 for e in es if e.src.op_id != i)
+        ready = [i for i, d in indeg.items() if d == 0]
+        heapq.heapify(ready)
+        order: list[Op] = []
+        while ready:
+            i = heapq.heappop(ready)
+            order.append(self.ops[i])
+            for e in self.out_edges.get(i, []):
+                if e.sink != i and not isinstance(self.ops[e.sink], MergeOp):
+                    indeg[e.sink] -= 1
+                    if indeg[e.sink] == 0:
+                        heapq.heappush(ready, e.sink)
+        if len(order) < len(self.ops):  # a cycle without a merge: no order exists; keep ids
+            order += [self.ops[i] for i in sorted(i for i, d in indeg.items() if d > 0)]
+        self.__dict__["_topo"] = (self.version, order)
+        return list(order)
 
     def copy(self) -> SDG:
         new = copy.copy(self)
+        new.__dict__.pop("_topo", None)
         new.ops = dict(self.ops)
         new.in_edges = {k: list(v) for k, v in self.in_edges.items()}
         new.out_edges = {k: list(v) for k, v in self.out_edges.items()}
@@ -138,6 +317,7 @@ class SDG:
         new.bound_defs = dict(self.bound_defs)
         new.keep = set(self.keep)
         new.block_stores = dict(self.block_stores)
+        new.changed = set(self.changed)
         new.names = dict(self.names)
         return new
 

@@ -3,10 +3,16 @@ Only `make_symbols`: the variable/bound pairs of a universe."""
 
 from __future__ import annotations
 
+import keyword
 from collections.abc import Sequence
 from typing import Any
 
 from tempo.core.errors import IndexExprError, user_site
+
+# Words isl's parser reserves, and names the generated code binds: a dimension (or its
+# upper-case bound) with one of these names would be misread by isl or shadowed at run time.
+_RESERVED = frozenset({"and", "or", "not", "xor", "implies", "min", "max", "mod", "floor",
+                       "ceil", "exists", "true", "false", "infty", "nan", "rat", "math"})
 
 
 def make_symbols(names: Sequence[str], start_idx: int = 0) -> list[tuple[Any, Any]]:
@@ -22,6 +28,12 @@ def make_symbols(names: Sequence[str], start_idx: int = 0) -> list[tuple[Any, An
         raise IndexExprError(f"make_symbols: duplicate names {dups}", site=user_site())
     if any(not n or not n.isidentifier() for n in lowered):
         raise IndexExprError(f"make_symbols: names must be identifiers, got {list(names)}",
+                             site=user_site())
+    bad = [n for n in names if str(n).lower() in _RESERVED or keyword.iskeyword(str(n).lower())
+           or keyword.iskeyword(str(n).upper())]
+    if bad:
+        raise IndexExprError(f"make_symbols: {bad} cannot name a dimension (reserved words: "
+                             f"{', '.join(sorted(_RESERVED))} and Python keywords)",
                              site=user_site())
     out = []
     for k, n in enumerate(lowered, start=start_idx):

@@ -74,13 +74,13 @@ def inprocess_step_time(cfg: dict[str, Any], techniques: tuple[str, ...], fmt: s
     return statistics.median(times)
 
 
-def _plot(rows: list[dict[str, Any]], results_dir: str) -> list[str]:
+def plot_rows(rows: list[dict[str, Any]], plots: str) -> list[str]:
+    """One bar chart (from zero) per measure of the E8 rows, written into `plots`."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    plots = os.path.join(results_dir, "plots")
     os.makedirs(plots, exist_ok=True)
     names = [r["variant"] for r in rows]
     made = []
@@ -90,16 +90,23 @@ def _plot(rows: list[dict[str, Any]], results_dir: str) -> list[str]:
         ("peak_minus_base_mib", "peak RSS over base (MiB)", "e8_peak_rss.png"),
         ("step_s_median", "step time (s, median)", "e8_step_time.png"),
     ]:
-        vals = [r.get(key) for r in rows]
-        vals = [float(v) if isinstance(v, int | float) else 0.0 for v in vals]
+        got = [r.get(key) for r in rows]
+        if not any(isinstance(v, int | float) for v in got):
+            continue  # this run did not take this measure (e.g. --quick): no empty chart
+        vals = [float(v) if isinstance(v, int | float) else 0.0 for v in got]
         if key == "saved_bytes_per_layer":
             vals = [v / 2**20 for v in vals]
         fig, ax = plt.subplots(figsize=(7, 3.5))
         ax.bar(names, vals, color=["#888"] + ["#3a7"] * (len(names) - 1))
+        ax.set_ylim(bottom=0)
         for i, r in enumerate(rows):
             if "error" in r:
                 label_text = "OOM" if "alloc" in str(r["error"]).lower() else "MISSING"
-                ax.text(i, 0, label_text, rotation=90, color="red", ha="center", va="bottom")
+            elif not isinstance(got[i], int | float):
+                label_text = "not measured"
+            else:
+                continue
+            ax.text(i, 0, label_text, rotation=90, color="red", ha="center", va="bottom")
         ax.set_ylabel(label)
         ax.set_title(f"E8 memsave: {label}")
         fig.tight_layout()
@@ -110,8 +117,9 @@ def _plot(rows: list[dict[str, Any]], results_dir: str) -> list[str]:
     return made
 
 
-def run_e8(results_dir: str, quick: bool = False) -> dict:
-    """Run E8 and write ``e8_memsave.csv``, ``e8_memsave.json`` and ``plots/*.png``."""
+def run_e8(results_dir: str, quick: bool = False, plots_dir: str | None = "") -> dict:
+    """Run E8 and write ``e8_memsave.csv``, ``e8_memsave.json`` and the plots into
+    `plots_dir` (default ``<results_dir>/plots``; None: no plots, the caller draws them)."""
     from tqdm import tqdm
 
     from tempo.memsave.probe import layer_saved_bytes, run_probe
@@ -168,7 +176,9 @@ def run_e8(results_dir: str, quick: bool = False) -> dict:
         w = csv.DictWriter(f, fieldnames=keys)
         w.writeheader()
         w.writerows(rows)
-    plots = _plot(rows, results_dir)
+    if plots_dir == "":
+        plots_dir = os.path.join(results_dir, "plots")
+    plots = plot_rows(rows, plots_dir) if plots_dir is not None else []
     summary = {
         "experiment": "E8",
         "config": cfg,

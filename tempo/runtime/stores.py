@@ -28,7 +28,8 @@ class MemoryAccountant:
         if self.cap is not None and new > self.cap:
             raise TempoMemoryError(
                 f"storing a point of {self.describe(tid)} ({nbytes} B) would raise live device "
-                f"memory to {new} B, above the cap of {self.cap} B"
+                f"memory to {new} B, above device_memory_cap_bytes={self.cap}. Raise the cap, "
+                "or keep fewer points alive (enable_gc=True frees each point after its last use)"
             )
         self.live = new
         self.peak = max(self.peak, new)

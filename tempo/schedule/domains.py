@@ -4,16 +4,10 @@ must not be needed by a consumer (under its edge condition) or a side effect."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import islpy as isl
 
 from tempo.core import ops
-from tempo.core.errors import IndexExprError
-from tempo.core.sdg import SDG, Edge, TensorId
-
-if TYPE_CHECKING:
-    from collections.abc import Callable
+from tempo.core.sdg import SDG, TensorId
 
 
 def executed_domains(
@@ -64,43 +58,10 @@ def executed_domains(
         clash = needed.intersect(bad)
         if not clash.is_empty() or valid[name].is_empty():
             where = clash if not clash.is_empty() else bad
-            _raise_outside(sdg, op, where, lambda e: _bad_reads(sdg, e, decl, context,
-                                                                  full, executed, edge_maps))
+            from tempo.schedule.explain import outside_error
+
+            raise outside_error(sdg, op, where, decl, context, full, valid, edge_maps)
     return executed
-
-
-def _bad_reads(
-    sdg: SDG, e: Edge, decl: str, context: isl.Set, full: dict[str, isl.Set],
-    executed: dict[str, isl.Set], edge_maps: dict[int, isl.UnionMap],
-) -> isl.Set:
-    """Sink points of edge `e` that read outside the source or a dropped source point."""
-    from tempo.schedule.isl_program import read_outside, stmt_name
-
-    src = stmt_name(e.src.op_id)
-    gone = isl.UnionSet.from_set(full[src].subtract(executed[src]))
-    hit = edge_maps[id(e)].intersect_domain(gone).range()
-    bad = read_outside(sdg, e, decl, context)
-    return bad if hit.is_empty() else bad.union(isl.Set.from_union_set(hit))
-
-
-def _raise_outside(
-    sdg: SDG, op: ops.Op, where: isl.Set, bad_reads: Callable[[Edge], isl.Set]
-) -> None:
-    """Name the read that makes a needed point of `op` impossible to compute."""
-    for e in sdg.in_edges[op.op_id]:
-        hit = bad_reads(e).intersect(where)
-        if hit.is_empty():
-            continue
-        src = sdg.ops[e.src.op_id]
-        raise IndexExprError(
-            f"{op!r} reads {e.src!r} ({src!r}, domain {src.domain}) at [{e.expr}] outside "
-            f"what it can compute, at the needed point {hit.sample_point()}; guard the read "
-            "with a recurrence branch (y[0] = ...; y[True] = ...) or clamp it "
-            "(ie.max(t - 1, 0))",
-            site=op.site,
-        )
-    raise IndexExprError(f"{op!r} can never be computed: its reads are out of bounds",
-                         site=op.site)
 
 
 def _restrict_to_demand(

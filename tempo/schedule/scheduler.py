@@ -9,7 +9,6 @@ from dataclasses import dataclass, field
 import islpy as isl
 
 from tempo.core import ops
-from tempo.core.errors import ScheduleError
 from tempo.core.index_expr import Symbol
 from tempo.core.sdg import SDG, TensorId
 from tempo.schedule.ast_convert import ast_to_tree
@@ -77,11 +76,9 @@ def compute_schedule(
     try:
         sched = sc.compute_schedule()
     except isl.Error as exc:
-        cycle = same_point_cycle(rest, prog)
-        names = ", ".join(f"{sdg.ops[i]!r} ({sdg.ops[i].site})" for i in cycle) or "unknown ops"
-        raise ScheduleError(
-            f"no schedule orders these ops: they depend on each other at the same point: {names}"
-        ) from exc
+        from tempo.schedule.explain import cycle_error
+
+        raise cycle_error(rest, same_point_cycle(rest, prog)) from exc
     t3 = time.perf_counter()
     build = isl.AstBuild.from_context(prog.context)
     ast = build.node_from_schedule(sched)

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import dataclasses
+import importlib
+import inspect
 from collections.abc import Callable
 from typing import Any
 
 import torch
 
 from tempo.api import RecurrentTensor, TempoContext
+from tempo.compiler.pipeline import CLEANUP
 
 
 def run(cfg: Any, num_dims: int, build: Callable[..., dict[str, RecurrentTensor]],
@@ -17,7 +20,7 @@ def run(cfg: Any, num_dims: int, build: Callable[..., dict[str, RecurrentTensor]
     stacked in domain order (bounds keyed by the position of the dimension).
 
     Runs the program three times — point stores with every pass off, block stores, and
-    with dead-code elimination, merge folding and garbage collection on — and requires all
+    with every clean-up pass of the compiler and garbage collection on — and requires all
     to agree bit for bit: each test checks every pipeline variant."""
     res = _run(cfg, num_dims, build, bounds)
     if not both_stores:  # the build has side effects (sinks into lists): run once
@@ -25,18 +28,28 @@ def run(cfg: Any, num_dims: int, build: Callable[..., dict[str, RecurrentTensor]
     block_cfg = dataclasses.replace(cfg, enable_hybrid_tensorstore=True, enable_inplace_write=True)
     blocked = _run(block_cfg, num_dims, build,
                    bounds)
-    optimised = _run(dataclasses.replace(
-        block_cfg, enable_dead_code_elim=True, enable_algebraic_optimizer=True, enable_gc=True,
-        enable_duplicate_code_elim=True,
-        executor_debug_mode=False), num_dims, build, bounds)
+    optimised = _run(all_passes(block_cfg), num_dims, build, bounds)
     for name in res:
         torch.testing.assert_close(blocked[name], res[name], rtol=0, atol=0)
         torch.testing.assert_close(optimised[name], res[name], rtol=0, atol=0)
     return res
 
 
+def all_passes(cfg: Any) -> Any:
+    """`cfg` with every clean-up pass of the compiler and garbage collection on."""
+    on = {p.flag: True for p in CLEANUP if p.flag}
+    return dataclasses.replace(cfg, **on, enable_gc=True, executor_debug_mode=False)
+
+
 def _run(cfg: Any, num_dims: int, build: Callable[..., dict[str, RecurrentTensor]],
          bounds: dict[int, int]) -> dict[str, torch.Tensor]:
+    return run_once(cfg, num_dims, build, bounds)[0]
+
+
+def run_once(cfg: Any, num_dims: int, build: Callable[..., dict[str, RecurrentTensor]],
+             bounds: dict[int, int]) -> tuple[dict[str, torch.Tensor], Any]:
+    """One compile and run under `cfg`: every named tensor (kept from elimination) and the
+    executor (whose `sdg` is the graph the passes left)."""
     ctx = TempoContext(cfg, num_dims=num_dims)
     pairs = ctx.variables_and_bounds
     with ctx:
@@ -49,7 +62,19 @@ def _run(cfg: Any, num_dims: int, build: Callable[..., dict[str, RecurrentTensor
         dom = rt.unindexed_domain
         idx = tuple(slice(0, bounds[ctx.variables.index(v)]) for v in dom.variables)
         res[name] = exe.get_spatial_tensor_torch(rt.tensor_id, idx)
-    return res
+    return res, exe
+
+
+def program_tests() -> list[tuple[str, Callable[[Any], None]]]:
+    """Every program test of tests/core (a `test_*` function taking only `cfg`), so other
+    suites can run them all under other configurations."""
+    found = []
+    for mod_name in ("test_programs_temporal", "test_programs_spatial"):
+        mod = importlib.import_module(mod_name)
+        for name, fn in sorted(inspect.getmembers(mod, inspect.isfunction)):
+            if name.startswith("test_") and list(inspect.signature(fn).parameters) == ["cfg"]:
+                found.append((f"{mod_name}::{name}", fn))
+    return found
 
 
 def close(a: torch.Tensor, b: torch.Tensor, atol: float = 1e-5) -> None:

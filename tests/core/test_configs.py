@@ -59,7 +59,7 @@ def _restore_default_int():
 
 
 def test_every_field_and_default() -> None:
-    cfg = ExecutionConfig.default()
+    cfg = ExecutionConfig()
     names = {f.name for f in dataclasses.fields(ExecutionConfig)}
     assert names == set(DEFAULTS) | {"path"}
     for name, want in DEFAULTS.items():
@@ -67,6 +67,18 @@ def test_every_field_and_default() -> None:
     assert cfg.path == get_default_path()
     assert get_default_path().startswith("./runs/") and get_default_path().endswith("/")
     assert ExecutionConfig().path == cfg.path  # computed once, at import
+
+
+def test_default_runs_where_it_can_and_writes_nothing_unasked() -> None:
+    """No config (API §7 fix 15): a device that exists, torch there, no ./runs/ artefacts."""
+    from tempo.api.tempo_context_manager import DEFAULT_EXEC_CFG
+    from tempo.core.configs import gpu_present
+
+    for cfg in (ExecutionConfig.default(), DEFAULT_EXEC_CFG):
+        assert cfg.dev == ("gpu" if gpu_present() else "cpu") and cfg.backend == "torch"
+        assert not cfg.writes_artefacts()
+    assert dataclasses.replace(ExecutionConfig.default(), path="/tmp/x/").writes_artefacts()
+    assert dataclasses.replace(ExecutionConfig.default(), render_schedule=True).writes_artefacts()
 
 
 def test_test_cfg() -> None:
@@ -160,3 +172,17 @@ def test_canonical_backend_and_capabilities() -> None:
 
 def test_module_exports() -> None:
     assert configs.ExecutionConfig is ExecutionConfig
+
+
+def test_compile_without_config_leaves_the_directory_alone(tmp_path, monkeypatch) -> None:  # noqa: ANN001
+    from tempo.api import RecurrentTensor, TempoContext
+
+    monkeypatch.chdir(tmp_path)
+    ctx = TempoContext(num_dims=1, dim_names=("t",))
+    ((t, T),) = ctx.variables_and_bounds
+    seen: list[float] = []
+    with ctx:
+        (RecurrentTensor.from_symbol(t) * 2).sink_udf(lambda v: seen.append(float(v)))
+    ctx.compile({T: 3}).execute()
+    assert seen == [0.0, 2.0, 4.0]
+    assert list(tmp_path.iterdir()) == []

@@ -3,6 +3,7 @@ with the dtype the op's `infer` promises (Tempo's lattice, not numpy's or torch'
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
@@ -139,43 +140,43 @@ _CONV = [
 CASES += [(n, mk(ops.ConvOp, **kw), [f32(*xs), f32(*ws)], ()) for n, kw, xs, ws in _CONV]
 
 
-# where torch's own kernel departs from the op's contract (its dtype rule)
-OVERRIDE = {
-    "unary-neg-uint8": lambda a: -a.astype(np.int16),
-    "matmul-promote": lambda a, b: a.astype(np.float32) @ b,  # torch refuses int @ float
-}
+def _as_recorded(op: ops.Op, inputs: list[np.ndarray]) -> list[np.ndarray]:
+    """The inputs as kernels receive them in a program: cast to `Op.input_dtypes`, the one
+    place dtypes are promoted (the front end records those casts with the op)."""
+    params = {f.name: getattr(op, f.name) for f in dataclasses.fields(op)
+              if f.name not in ("op_id", "domain", "site", "tags")}
+    want = type(op).input_dtypes([dtypes.from_np(a.dtype) for a in inputs], **params)
+    return [a.astype(dtypes.to_np(dt)) for a, dt in zip(inputs, want)]
 
 
-def _run(backend: str, op: ops.Op, inputs: list[np.ndarray], extra: tuple) -> list[np.ndarray]:
+def _run(backend: str, op: ops.Op, inputs: list[np.ndarray], extra: tuple) -> list[tuple]:
     be = BACKENDS[backend]
-    if backend == "torch":  # torch's from_numpy has no uint names yet
-        args = [torch.from_numpy(np.array(a)) for a in inputs]
-    else:
-        args = [be.from_numpy(a, dtypes.from_np(a.dtype)) for a in inputs]
+    args = [be.from_numpy(a, dtypes.from_np(a.dtype)) for a in _as_recorded(op, inputs)]
     out = be.kernel(op)(*args, *extra)
     outs = out if isinstance(out, tuple) else (out,)
     return [(be.to_numpy(o), be.dtype_name(o)) for o in outs]
 
 
-@pytest.mark.parametrize("backend", ["numpy", "jax"])
+@pytest.mark.parametrize("backend", ["torch", "numpy", "jax"])
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
 def test_kernel_agrees_with_torch(backend: str, case: tuple) -> None:
+    """Every backend returns the dtype `infer` promises, and numpy/jax the values torch
+    computes: floats to 1e-5, ints and bools exactly."""
     name, op, inputs, extra = case
-    want = ([(OVERRIDE[name](*inputs), None)] if name in OVERRIDE
-            else _run("torch", op, inputs, extra))
     got = _run(backend, op, inputs, extra)
-    _, want_dts = op.infer([Shape.from_(a.shape) for a in inputs],
-                           [dtypes.from_np(a.dtype) for a in inputs])
-    assert len(got) == len(want)
-    for (g, g_dt), (w, _), dt in zip(got, want, want_dts or [None]):
+    want = _run("torch", op, inputs, extra)
+    recorded = _as_recorded(op, inputs)
+    _, want_dts = op.infer([Shape.from_(a.shape) for a in recorded],
+                           [dtypes.from_np(a.dtype) for a in recorded])
+    assert len(got) == len(want) == len(want_dts)
+    for (g, g_dt), (w, w_dt), dt in zip(got, want, want_dts):
         assert isinstance(g, np.ndarray) and g.shape == w.shape, (g.shape, w.shape)
-        if dt is not None:
-            assert g_dt == dt.name, f"{name}: dtype {g_dt}, infer says {dt.name}"
-        if g.dtype.kind == "f" or w.dtype.kind == "f":
-            np.testing.assert_allclose(g.astype(np.float64), w.astype(np.float64),
-                                       atol=1e-5, rtol=1e-5, equal_nan=True)
+        assert g_dt == w_dt == dt.name, f"{name}: dtype {g_dt} (torch {w_dt}), infer {dt.name}"
+        assert g.dtype == w.dtype
+        if g.dtype.kind == "f":
+            np.testing.assert_allclose(g, w, atol=1e-5, rtol=1e-5, equal_nan=True)
         else:
-            np.testing.assert_array_equal(g.astype(np.int64), w.astype(np.int64))
+            np.testing.assert_array_equal(g, w, strict=True)
 
 
 @pytest.mark.parametrize("backend", ["numpy", "jax"])

@@ -191,7 +191,7 @@ class _Backward:
             return
         g = _pad_slices(g, e.expr, src_dom)
         valid = None if runs_everywhere else self.valid.of(e.sink)
-        for piece in reverse_edge(src_dom, sink_dom, e.expr, cond, valid):
+        for piece in reverse_edge(src_dom, sink_dom, e.expr, cond, valid, self.sdg.universe):
             with exact_bounds(self.sdg, src_dom):
                 r = g[tuple(piece.members)] if piece.members else g
                 k = sum(1 for m in piece.members if isinstance(m, ie.Slice))

@@ -8,7 +8,6 @@ to equal its part of the relation, so the gradient is exact at every boundary (A
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -58,6 +57,9 @@ def _domain_cons(dom: Domain, rename: dict[ie.Symbol, ie.Symbol] | None = None) 
 
 
 def _params(exprs: Sequence[ie.IndexExpr], doms: Sequence[Domain]) -> dict[str, ie.Symbol]:
+    """Every bound symbol the domains (variables' bounds and bound expressions) and the
+    expressions use: the isl parameters of a relation. Passing the universe among `doms`
+    gives every relation of one backward pass the same parameter space."""
     found: dict[str, ie.Symbol] = {}
     for d in doms:
         for v in d.variables:
@@ -71,15 +73,23 @@ def _params(exprs: Sequence[ie.IndexExpr], doms: Sequence[Domain]) -> dict[str, 
     return found
 
 
+def isl_text(params: Sequence[str], space: str, cons: Sequence[str]) -> str:
+    """`[params] -> { space : c1 and c2 ... }`, every bound parameter at least 1 (a bound
+    is a positive size), valid isl text even with no parameters or no constraints."""
+    allc = [f"{p} >= 1" for p in params] + [c for c in cons if c]
+    body = f"{space} : {' and '.join(allc)}" if allc else space
+    return f"[{', '.join(params)}] -> {{ {body} }}"
+
+
 def relation_str(
     src: Domain, sink: Domain, expr: ie.IndexSequence, cond: ie.BooleanIndexValue | None,
-    bound_src: bool = True,
+    bound_src: bool = True, universe: Domain | None = None,
 ) -> tuple[str, dict[str, ie.Symbol]]:
     """`{ X[p] -> S[q] : q in sink, p in src, cond(q), p in expr(q) }` and its parameters."""
     qmap = {v: _qvar(v) for v in sink.variables}
     exprs: list[ie.IndexExpr] = [expr] + ([cond] if cond is not None else [])
-    params = _params(exprs, [src, sink])
-    cons = [f"{p} >= 1" for p in params]
+    params = _params(exprs, [src, sink] + ([universe] if universe is not None else []))
+    cons: list[str] = []
     cons += (_domain_cons(src) if bound_src else []) + _domain_cons(sink, qmap)
     if cond is not None:
         cons.append(_bool_isl(ie.lift_to_bool_ie(cond.remap(qmap))))
@@ -91,8 +101,7 @@ def relation_str(
             cons.append(_int_cons(v.name, "=", m.remap(qmap)))  # type: ignore[arg-type]
     lhs = f"X[{', '.join(v.name for v in src.variables)}]"
     rhs = f"S[{', '.join(qmap[v].name for v in sink.variables)}]"
-    text = f"[{', '.join(params)}] -> {{ {lhs} -> {rhs} : {' and '.join(cons)} }}"
-    return text, params
+    return isl_text(list(params), f"{lhs} -> {rhs}", cons), params
 
 
 def _flat(s: isl.Set) -> isl.Set:
@@ -110,28 +119,39 @@ def _cond_of(s: isl.Set, context: isl.Set, symbols: dict[str, ie.Symbol]) -> ie.
 
 def reverse_edge(
     src: Domain, sink: Domain, expr: ie.IndexSequence, cond: ie.BooleanIndexValue | None,
-    valid: isl.Set | None = None,
+    valid: isl.Set | None = None, universe: Domain | None = None,
 ) -> list[Piece]:
     """The exact reverse of "sink at q reads src at expr(q) where cond(q)" as disjoint pieces,
-    restricted to the sink points `valid` where the sink op runs (all its reads in range)."""
-    text, params = relation_str(src, sink, expr, cond)
+    restricted to the sink points `valid` where the sink op runs (all its reads in range).
+    `valid` may use any bound of `universe` (a sink over () still runs only where its reads
+    of `x[0:8]` fit in `T`): pass the universe so that those bounds are parameters here too."""
+    text, params = relation_str(src, sink, expr, cond, universe=universe)
     try:
         rel = isl.Map(text)
     except isl.Error as exc:
         raise IndexExprError(f"cannot reverse the read [{expr}] (not quasi-affine)") from exc
     if valid is not None:
+        missing = _param_names(valid) - set(params)
+        if missing:
+            raise IndexExprError(f"the read [{expr}] runs where bounds {sorted(missing)} hold, "
+                                 "which the relation does not declare (pass the universe)")
         rel = rel.intersect_range(valid)
     symbols: dict[str, ie.Symbol] = dict(params)
     symbols.update({v.name: v for v in src.variables})
-    full = rel.domain().universe(rel.domain().get_space()).intersect(
-        isl.Set(f"[{', '.join(params)}] -> {{ X[{', '.join(v.name for v in src.variables)}] : "
-                f"{' and '.join(_domain_cons(src) + [f'{p} >= 1' for p in params])} }}")
-    )
+    full = isl.Set(isl_text(list(params), _tuple("X", src.variables), _domain_cons(src)))
     pieces = []
     for bm in rel.coalesce().make_disjoint().get_basic_maps():
         for m in _affine_parts(isl.Map.from_basic_map(bm)):
-            pieces.append(_piece(m, full, symbols, src, sink, text))
+            pieces.append(_piece(m, full, symbols, sink, text))
     return pieces
+
+
+def _tuple(name: str, variables: Sequence[ie.Symbol]) -> str:
+    return f"{name}[{', '.join(v.name for v in variables)}]"
+
+
+def _param_names(s: isl.Set) -> set[str]:
+    return {s.get_dim_name(isl.dim_type.param, k) for k in range(s.dim(isl.dim_type.param))}
 
 
 def _affine_parts(m: isl.Map) -> list[isl.Map]:
@@ -151,8 +171,11 @@ def _affine_parts(m: isl.Map) -> list[isl.Map]:
     return [m]
 
 
-def _piece(m: isl.Map, full: isl.Set, symbols: dict[str, ie.Symbol], src: Domain,
-           sink: Domain, text: str) -> Piece:
+def _piece(m: isl.Map, full: isl.Set, symbols: dict[str, ie.Symbol], sink: Domain,
+           text: str) -> Piece:
+    """One disjoint part of the reverse as (condition, members), checked by rebuilding its
+    relation from the index expressions: any rounding in the conversion back from isl is an
+    error here, never a silently widened or narrowed gradient."""
     dom = m.domain()
     members: list[ie.IndexAtom] = []
     box: list[str] = []
@@ -166,36 +189,16 @@ def _piece(m: isl.Map, full: isl.Set, symbols: dict[str, ie.Symbol], src: Domain
         else:
             members.append(ie.slice_(lo_e, hi_e + 1))
             box += [_int_cons(q, ">=", lo_e), _int_cons(q, "<=", hi_e)]
-    whole = dom.is_equal(full)
-    cond = None if whole else _cond_of(dom, full, symbols)
-    dom_cons = [] if cond is None else [_bool_isl(cond)]
-    head = text.split(":", 1)[0]
-    full_cons = text.split(":", 1)[1].rsplit("}", 1)[0]
-    p_cons = " and ".join(c for c in _split_top(full_cons) if _Q not in c)
-    check = isl.Map(f"{head}: {' and '.join([p_cons] + dom_cons + box)} }}")
-    if not check.is_equal(m):
+    cond = None if dom.is_equal(full) else _cond_of(dom, full, symbols)
+    src_vars = [symbols[full.get_dim_name(isl.dim_type.set, k)]
+                for k in range(full.dim(isl.dim_type.set))]
+    params = sorted(_param_names(full))
+    space = f"{_tuple('X', src_vars)} -> {_tuple('S', [_qvar(v) for v in sink.variables])}"
+    check = isl.Map(isl_text(params, space, box + ([] if cond is None else [_bool_isl(cond)])))
+    if not check.intersect_domain(full).is_equal(m):
         raise IndexExprError(f"the reverse of the read {text} is not a box per source point; "
                              "autodiff cannot express it as a read")
     return Piece(cond, tuple(members))
-
-
-def _split_top(cons: str) -> list[str]:
-    """Split an isl conjunction `a and b and ...` at top level (outside parentheses)."""
-    out: list[str] = []
-    cur: list[str] = []
-    depth = 0
-    for tok in re.split(r"(\(|\)| and )", cons):
-        if tok == "(":
-            depth += 1
-        elif tok == ")":
-            depth -= 1
-        if tok == " and " and depth == 0:
-            out.append("".join(cur).strip())
-            cur = []
-        else:
-            cur.append(tok)
-    out.append("".join(cur).strip())
-    return [c for c in out if c]
 
 
 class Validity:
@@ -217,10 +220,10 @@ class Validity:
         return bool(self.of(op_id).is_equal(self._full(self.sdg.ops[op_id].domain, "S")))
 
     def _full(self, dom: Domain, name: str) -> isl.Set:
-        params = _params([], [dom])
-        cons = _domain_cons(dom) + [f"{p} >= 1" for p in params]
-        vs = ", ".join(v.name for v in dom.variables)
-        return isl.Set(f"[{', '.join(params)}] -> {{ {name}[{vs}] : {' and '.join(cons)} }}")
+        """Every point of `dom`, over all bounds of the universe (each at least 1): sets of
+        ops over () still carry the bounds their reads need (`x[0:8]` runs where T >= 8)."""
+        params = _params([], [dom, self.sdg.universe])
+        return isl.Set(isl_text(list(params), _tuple(name, dom.variables), _domain_cons(dom)))
 
     def _compute(self, op_id: int) -> isl.Set:
         op = self.sdg.ops[op_id]
@@ -230,7 +233,8 @@ class Validity:
         for e in self.sdg.in_edges[op_id]:
             src = self.sdg.ops[e.src.op_id]
             cond = conds.get(e.sink_in, e.cond)
-            text, _ = relation_str(src.domain, op.domain, e.expr, cond, bound_src=False)
+            text, _ = relation_str(src.domain, op.domain, e.expr, cond, bound_src=False,
+                                   universe=self.sdg.universe)
             rel = isl.Map(text)
             if is_merge or src.name == "merge":
                 src_ok = self._full(src.domain, "X")

@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING, Any
 
 from tempo.api.tensor_base import lift, record1
 from tempo.core import ops
-from tempo.core.dtype import dtypes
 from tempo.core.errors import ShapeError, user_site
 
 if TYPE_CHECKING:
@@ -40,8 +39,6 @@ def conv_general(input: Any, weight: Any, n_dims: int, stride: IntOrTuple = 1,  
         x = x.unsqueeze(0)  # type: ignore[attr-defined]
     if no_out:
         w = w.unsqueeze(1 if transposed else 0)  # type: ignore[attr-defined]
-    dt = dtypes.upcast(x.dtype, w.dtype)
-    x, w = x.cast(dt), w.cast(dt)  # type: ignore[attr-defined]
     out = record1(ops.ConvOp, [x, w], n_dims=n_dims, stride=_tup(stride, n_dims, "stride"),
                   padding=_tup(padding, n_dims, "padding"),
                   dilation=_tup(dilation, n_dims, "dilation"), transposed=transposed,

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from tempo.api.tensor_base import RTBase, active_ctx, check_symbols, record1
+from tempo.api.tensor_base import RTBase, active_ctx, check_symbols, record1, set_name
 from tempo.core import index_expr as ie
 from tempo.core import ops
 from tempo.core.domain import Domain, DomainLike
@@ -40,11 +41,13 @@ def _with_grad(x: RecurrentTensor, requires_grad: bool | None) -> RecurrentTenso
 
 
 def placeholder(shape: ShapeLike = (), dtype: DataTypeLike | None = None,
-                domain: DomainLike = None, requires_grad: bool | None = None) -> RecurrentTensor:
-    """An undefined tensor, defined piecewise by `x[key] = value` (a recurrence)."""
+                domain: DomainLike = None, requires_grad: bool | None = None,
+                name: str | None = None) -> RecurrentTensor:
+    """An undefined tensor, defined piecewise by `x[key] = value` (a recurrence). Errors
+    call it by `name` if given (ours), else by the line that created it."""
     shp, dt = Shape.from_(shape), _dt(dtype)
     x = record1(ops.MergeOp, [], domain=_domain(domain, fallback_ctx=True), shape=shp, dtype=dt)
-    return _with_grad(x, requires_grad)
+    return set_name(_with_grad(x, requires_grad), name)
 
 
 def placeholder_like(x: RTBase, requires_grad: bool | None = None) -> RecurrentTensor:
@@ -53,7 +56,11 @@ def placeholder_like(x: RTBase, requires_grad: bool | None = None) -> RecurrentT
 
 def const(val: Any, shape: ShapeLike | None = None, dtype: DataTypeLike | None = None,
           domain: DomainLike = None, requires_grad: bool | None = None) -> RecurrentTensor:
-    """A constant over the empty domain; the dtype is implied from `val` unless given."""
+    """A constant over the empty domain; the dtype is implied from `val` unless given.
+    `domain` is accepted for compatibility and ignored with a warning (API §3.3)."""
+    if domain is not None and len(Domain.from_(domain, none_is_empty=True)) > 0:
+        warnings.warn(f"const() ignores domain={domain}: a constant has the empty domain "
+                      "(index or expand it to give it one)", stacklevel=2)
     if isinstance(val, np.ndarray) and shape is not None:
         raise ShapeError("const() takes no shape with an ndarray value", site=user_site())
     dt = dtypes.implied(val) if dtype is None else dtypes.from_(dtype)
@@ -185,18 +192,19 @@ def random(shape: ShapeLike = (), dtype: DataTypeLike | None = None, domain: Dom
 
 
 def source_udf(fun: Callable[[], Any], shape: ShapeLike, dtype: DataTypeLike | None,
-               domain: DomainLike = None, requires_grad: bool = False) -> RecurrentTensor:
+               domain: DomainLike = None, requires_grad: bool = False,
+               name: str | None = None) -> RecurrentTensor:
     x = record1(ops.UDFSourceOp, [], domain=_domain(domain), fn=fun, shape=Shape.from_(shape),
                 dtype=_dt(dtype), with_ts=False)
-    return _with_grad(x, requires_grad)
+    return set_name(_with_grad(x, requires_grad), name)
 
 
 def source_with_ts_udf(fun: Callable[[dict], Any], shape: ShapeLike, dtype: DataTypeLike | None,
                        domain: DomainLike = None, lazy_vectorized_version: Any = None,
-                       requires_grad: bool = False) -> RecurrentTensor:
+                       requires_grad: bool = False, name: str | None = None) -> RecurrentTensor:
     x = record1(ops.UDFSourceOp, [], domain=_domain(domain), fn=fun, shape=Shape.from_(shape),
                 dtype=_dt(dtype), with_ts=True)
-    return _with_grad(x, requires_grad)
+    return set_name(_with_grad(x, requires_grad), name)
 
 
 class CreationOps:

@@ -15,24 +15,17 @@ if TYPE_CHECKING:
     from tempo.api.recurrent_tensor import RecurrentTensor
 
 
-_FLOAT_FNS = frozenset({"exp", "ln", "sqrt", "sin", "cos", "tan", "sigmoid", "erf", "tanh"})
-
-
 def unary(fn: str, x: Any) -> RecurrentTensor:
-    """Float functions cast int/bool inputs up first, so kernels only see floats."""
-    x = lift(x)
-    if fn in _FLOAT_FNS and not dtypes.is_float(x.dtype):
-        x = cast(x, dtypes.least_upper_float(x.dtype))
-    return record1(ops.UnaryOp, [x], fn=fn)
+    """Int inputs of float functions are cast up when the op is recorded
+    (`UnaryOp.input_dtypes`)."""
+    return record1(ops.UnaryOp, [lift(x)], fn=fn)
 
 
 def binary(fn: str, x: Any, y: Any) -> RecurrentTensor:
-    """Operands are cast to their common dtype first (kernels see one dtype, and torch's
-    weak typing of 0-d tensors does not leak into results)."""
+    """Operands are cast to their common dtype when the op is recorded
+    (`BinaryOp.input_dtypes`): kernels see one dtype, and torch's weak typing of 0-d
+    tensors does not leak into results."""
     x, y = _lift_pair(x, y)
-    if x.dtype != y.dtype:
-        dt = dtypes.upcast(x.dtype, y.dtype)
-        x, y = cast(x, dt), cast(y, dt)
     return record1(ops.BinaryOp, [x, y], fn=fn)
 
 
@@ -64,9 +57,6 @@ def cast(x: Any, dtype: DataTypeLike) -> RecurrentTensor:
 
 def where(condition: Any, true_data: Any, false_data: Any) -> RecurrentTensor:
     a, b = _lift_pair(true_data, false_data)
-    if a.dtype != b.dtype:
-        dt = dtypes.upcast(a.dtype, b.dtype)
-        a, b = cast(a, dt), cast(b, dt)
     return record1(ops.WhereOp, [lift(condition), a, b])
 
 
@@ -207,17 +197,19 @@ class ElementwiseOps:
     mod = remainder
 
     def pow_(self, y: Any) -> RecurrentTensor:
-        if isinstance(y, int | float) and not isinstance(y, bool):
+        """Literal exponents 0, 1, 2 and 0.5 are special-cased (API §3.8), with the dtype the
+        general path gives (`int64 ** 2.0` is float32, as in torch)."""
+        if isinstance(y, int | float) and not isinstance(y, bool) and y in (0, 1, 2, 0.5):
+            x = lift(self)
+            dt = _scalar_dtype(y, x)
             if y == 0:
                 from tempo.api.ops.creation import ones
 
-                return ones(self.shape, _scalar_dtype(y, lift(self)))  # type: ignore[attr-defined]
-            if y == 1:
-                return lift(self)
-            if y == 2:
-                return self.square()
+                return ones(x.shape, dt)
             if y == 0.5:
-                return unary("sqrt", self)
+                return unary("sqrt", x)
+            x = cast(x, dt)
+            return x if y == 1 else x.square()
         return binary("pow", self, y)
 
     def square(self) -> RecurrentTensor:

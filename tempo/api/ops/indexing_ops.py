@@ -41,7 +41,6 @@ def gather(src: Any, dim: int, index: Any) -> RecurrentTensor:
 def scatter_add(sink: Any, dim: int, index: Any, src: Any) -> RecurrentTensor:
     """torch.scatter_add: sink[index[i][j]][j] += src[i][j] along `dim`."""
     sink, src = lift(sink), lift(src)
-    src = src.cast(sink.dtype)  # type: ignore[attr-defined]
     return record1(ops.ScatterAddOp, [sink, _idx(index), src], dim=_norm(dim, sink.ndim))
 
 
@@ -68,10 +67,12 @@ def scatter_into(x: Any, dim: int, index: Any, src: Any) -> RecurrentTensor:
 
 
 def index_add(x: Any, dim: int, index: Any, src: Any, alpha: float = 1.0) -> RecurrentTensor:
-    """torch.index_add: x[..., index[i], ...] += alpha * src[..., i, ...]."""
-    x, src = lift(x), lift(src)
-    src = src.cast(x.dtype)  # type: ignore[attr-defined]
-    return record1(ops.IndexAddOp, [x, _idx(index), src], dim=_norm(dim, x.ndim), alpha=alpha)
+    """torch.index_add: x[..., index[i], ...] += alpha * src[..., i, ...]. A 0-d index adds
+    one slice: `src` either lacks `dim` or keeps it with size 1 (torch's 1-element index)."""
+    x, src, idx = lift(x), lift(src), _idx(index)
+    if idx.ndim == 0 and src.ndim == x.ndim and x.ndim > 0:
+        idx = idx.reshape((1,))  # type: ignore[attr-defined]
+    return record1(ops.IndexAddOp, [x, idx, src], dim=_norm(dim, x.ndim), alpha=alpha)
 
 
 def one_hot(class_int: Any, num_classes: int) -> RecurrentTensor:

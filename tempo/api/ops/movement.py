@@ -31,11 +31,6 @@ def cat(xs: Any, *more: Any, dim: int = 0) -> RecurrentTensor:
     ts = _tensors(xs, more)
     if len(ts) == 1:
         return ts[0]  # type: ignore[return-value]
-    from tempo.api.ops.elementwise import cast
-    from tempo.core.dtype import dtypes
-
-    dt = dtypes.upcast(*(t.dtype for t in ts))
-    ts = [cast(t, dt) for t in ts]
     return record1(ops.CatOp, ts, dim=_norm(dim, ts[0].ndim))
 
 

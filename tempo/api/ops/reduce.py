@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from tempo.api.tensor_base import record, record1
+from tempo.api.tensor_base import RTBase, record, record1
 from tempo.core import ops
 from tempo.core.dtype import dtypes
 from tempo.core.errors import ShapeError, user_site
@@ -62,9 +62,13 @@ def _gamma_powers(gamma: float, n: Any, dt: Any) -> Any:
     return ftype_const(gamma, ft) ** arange(n).cast(ft)
 
 
-def ftype_const(v: float, dt: Any) -> Any:
+def ftype_const(v: Any, dt: Any) -> Any:
+    """`v` (a Python number or a RecurrentTensor, e.g. a learned or per-point gamma) in
+    float dtype `dt`."""
     from tempo.api.ops.creation import const
 
+    if isinstance(v, RTBase):
+        return v.cast(dt)  # type: ignore[attr-defined]
     return const(v, dtype=dt)
 
 
@@ -219,14 +223,14 @@ class ReduceOps:
             return a.sum(dims, keepdim)
         return (a ** n).sum(dims, keepdim) ** (1.0 / n)
 
-    def discounted_sum(self, gamma: float, dim: int = 0, keepdim: bool = False) -> RecurrentTensor:
+    def discounted_sum(self, gamma: Any, dim: int = 0, keepdim: bool = False) -> RecurrentTensor:
         """Σ_k γ^k x_k along `dim` (API §7.4: as documented, not the original's γ^(k+1))."""
         d = _dims(dim, self.ndim)[0]  # type: ignore[attr-defined]
         w = _gamma_powers(gamma, self.shape[d], self.dtype)  # type: ignore[attr-defined]
         w = w.reshape((-1,) + (1,) * (self.ndim - d - 1))  # type: ignore[attr-defined]
         return (self * w).sum(d, keepdim)  # type: ignore[operator]
 
-    def discounted_cum_sum(self, gamma: float, dim: int = 0,
+    def discounted_cum_sum(self, gamma: Any, dim: int = 0,
                            keep_symbolic_dim: bool = True) -> RecurrentTensor:
         """G_k = Σ_{j>=k} γ^(j-k) x_j along `dim`, as a (k, j) weight matrix times x.
         With `keep_symbolic_dim`, a dim that came from a symbolic slice `0:T` is read back at

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,6 +42,18 @@ def points(exp: str, systems: Iterable[System], cfgs: Iterable[dict[str, Any]],
             seen.add(rel)
             out.append(Point(exp, s, rel, dict(cfg)))
     return out
+
+
+def agreeing(v: float, bounds: Sequence[float], decimals: int = 2) -> str:
+    """`v` with the fewest decimals (at least `decimals`) at which the printed number lies on
+    the same side of every bound as `v` does, so a verdict never contradicts its own number
+    ("did not hold — 1.60" for a bound of 1.6 prints 1.6004 instead)."""
+    for d in range(decimals, 10):
+        text = f"{v:.{d}f}"
+        r = float(text)
+        if all((r < b) == (v < b) and (r > b) == (v > b) for b in bounds):
+            return text
+    return repr(v)
 
 
 def fmt(v: float | None, digits: int = 3) -> str:

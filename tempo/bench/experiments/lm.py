@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tempo.bench.experiments.common import MIB, TableSpec, points
+from tempo.bench.experiments.common import MIB, TableSpec, agreeing, points
 from tempo.bench.registry import Experiment, Point, System, register
 
 TEMPO_LM = "tempo LLM library (tempo.api.llm + compiler) not built yet"
@@ -42,11 +42,12 @@ def _ratio_check(num: str, den: str, lo: float, hi: float, rows: str = "") -> An
     def check(tab: dict[str, dict[str, Any]]) -> tuple[str, str]:
         rs = [(k, v[num] / v[den]) for k, v in tab.items() if rows in k
               and isinstance(v.get(num), float) and isinstance(v.get(den), float)]
-        claim = f"{num}/{den} in [{lo}, {hi}]" + (f" ({rows})" if rows else "")
+        bounds = f">= {lo}" if hi >= 1e9 else f"in [{lo}, {hi}]"
+        claim = f"{num}/{den} {bounds}" + (f" ({rows})" if rows else "")
         if not rs:
             return claim, "not tested (no comparable points)"
         ok = all(lo <= r <= hi for _, r in rs)
-        vals = ", ".join(f"{k}: {r:.2f}" for k, r in rs)
+        vals = ", ".join(f"{k}: {agreeing(r, (lo, hi))}" for k, r in rs)
         return claim, ("held" if ok else "did not hold") + f" — {vals}"
 
     return check
@@ -63,7 +64,7 @@ def _growth_check(system: str, rows: str, lo: float) -> Any:
             return claim, "not tested (fewer than 2 points)"
         gs = [b[1] / a[1] for a, b in zip(seq, seq[1:])]
         return claim, ("held" if min(gs) >= lo else "did not hold") + " — " + ", ".join(
-            f"{g:.2f}x" for g in gs)
+            f"{agreeing(g, (lo,))}x" for g in gs)
 
     return check
 
@@ -75,7 +76,8 @@ def _flat_check(system: str, rows: str, tol: float) -> Any:
         if len(vals) < 2:
             return claim, "not tested (fewer than 2 points)"
         spread = max(vals) / min(vals) - 1
-        return claim, ("held" if spread <= tol else "did not hold") + f" — spread {spread:.0%}"
+        pct = agreeing(100 * spread, (100 * tol,), 0)
+        return claim, ("held" if spread <= tol else "did not hold") + f" — spread {pct}%"
 
     return check
 

@@ -17,6 +17,7 @@ def run(sdg: SDG, cfg: ExecutionConfig) -> SDG:
             if e.src.op_id not in live:
                 live.add(e.src.op_id)
                 work.append(e.src.op_id)
-    for op_id in [i for i in sdg.ops if i not in live]:
-        sdg.remove_op(op_id)
+    dead = [i for i in sdg.ops if i not in live]
+    if dead:
+        sdg.remove_ops(dead)
     return sdg

@@ -44,7 +44,10 @@ class BooleanIndexValue(IndexValue):
 
     def __bool__(self) -> bool:
         raise IndexExprError(
-            f"the symbolic condition {self} has no Python truth value", site=user_site()
+            f"the symbolic condition {self} has no Python truth value at record time: Python's "
+            "`if`, `and`/`or` and `max`/`min` cannot decide it. Use `ie.max`/`ie.min` (also "
+            "`tempo.api.max`/`min`) in index expressions, and `ctx.when(cond)` or "
+            "`x[cond] = ...` for conditional definitions", site=user_site()
         )
 
 

@@ -1,31 +1,15 @@
-"""Backends register themselves with `tempo.core.dl_backend.DLBackend` on import.
+"""Backends register themselves with `tempo.core.dl_backend.DLBackend` on import; all
+implement `tempo.runtime.backends.protocol.Backend`.
 
-JAX takes ~2 s to import, so it is registered as a stand-in that imports the real
-`JaxBackend` on first instantiation (which then replaces the stand-in in the registry).
-"""
-
-from typing import Any
+JAX takes ~2 s to import, so it is registered lazily by name: `DLBackend.get_backend`
+imports `JaxBackend` on first use."""
 
 from tempo.core.dl_backend import DLBackend
 from tempo.runtime.backends import numpy as _numpy  # noqa: F401
 from tempo.runtime.backends import torch as _torch  # noqa: F401
+from tempo.runtime.backends.protocol import Backend, Kernel
 
+if "jax" not in {n.value for n in DLBackend.registered()}:
+    DLBackend.register("jax", "tempo.runtime.backends.jax:JaxBackend")
 
-class LazyJaxBackend:
-    """Stands in for `tempo.runtime.backends.jax.JaxBackend` until it is first used."""
-
-    name = "jax"
-
-    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
-        from tempo.runtime.backends.jax import JaxBackend
-
-        return JaxBackend(*args, **kwargs)
-
-    @classmethod
-    def from_config(cls, cfg: Any) -> Any:
-        from tempo.runtime.backends.jax import JaxBackend
-
-        return JaxBackend.from_config(cfg)
-
-
-DLBackend.register("jax", LazyJaxBackend)
+__all__ = ["Backend", "Kernel"]

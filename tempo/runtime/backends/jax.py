@@ -2,8 +2,9 @@
 
 Most kernels are `jax.jit`-compiled closures over the op's parameters: a jitted call
 costs about the same as one eager jnp call (measured ~6 µs for a (4,) add on CPU), and
-everything that depends only on dtypes and shapes (Tempo's promotion, float casts of int
-inputs, pad index maps, crops) then runs once at trace time instead of on every call.
+everything that depends only on shapes (pad index maps, crops) then runs once at trace
+time instead of on every call. Inputs arrive in the dtypes the op computes in (the front
+end casts them when it records the op, `Op.input_dtypes`): no kernel promotes.
 Kernels whose arguments are shapes (dynamic reshape/expand/slice lengths) stay eager.
 
 64-bit types need `jax_enable_x64` (on by default, as `ExecutionConfig.enable_x64`);
@@ -14,8 +15,8 @@ from __future__ import annotations
 
 import dataclasses
 import warnings
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, ClassVar
 
 import jax
 import jax.numpy as jnp
@@ -25,11 +26,11 @@ from jax import lax
 from tempo.core import ops
 from tempo.core.dl_backend import DLBackend
 from tempo.core.dtype import DataType, dtypes
-from tempo.core.errors import BackendError
+from tempo.core.errors import BackendError, UnsupportedError
 from tempo.runtime.backends import common as c
 from tempo.runtime.backends.numpy_conv import transposed_padding, transposed_weight
+from tempo.runtime.backends.protocol import Kernel
 
-Kernel = Callable[..., Any]
 Factory = Callable[[Any, "JaxBackend"], Kernel]
 _HIGHEST = lax.Precision.HIGHEST  # no TF32 on GPU: agree with torch's float32 matmul
 _I64 = np.dtype(np.int64)
@@ -37,9 +38,10 @@ _ACC = {np.dtype(np.float16): np.dtype(np.float32)}  # accumulate half in float,
 
 
 class JaxBackend:
-    """Kernels and array plumbing for JAX on CPU or GPU."""
+    """Kernels and array plumbing for JAX on CPU or GPU (a `Backend`)."""
 
-    name = "jax"
+    name: ClassVar[str] = "jax"
+    block_stores: ClassVar[bool] = False  # jax arrays are immutable: point stores only
 
     def __init__(self, dev: str = "cpu", seed: int = 0, enable_x64: bool = True) -> None:
         jax.config.update("jax_enable_x64", enable_x64)
@@ -59,39 +61,57 @@ class JaxBackend:
     def from_numpy(self, a: Any, dt: DataType) -> jax.Array:
         return jax.device_put(np.asarray(a, dtype=self.dtype(dt)), self.device)
 
-    def stack(self, xs: list[Any]) -> jax.Array:
-        if self.on_cpu:  # host stacking: no XLA compilation per distinct count of xs
-            return jax.device_put(np.stack([np.asarray(x) for x in xs]), self.device)
-        return jnp.stack(xs)
-
-    def to_torch(self, x: Any) -> Any:
-        import torch
-
-        return torch.from_dlpack(x)
-
-    def to_numpy(self, x: Any) -> np.ndarray:
-        return np.asarray(x)
-
-    def from_dlpack(self, x: Any) -> jax.Array:
-        if hasattr(x, "detach"):  # torch: drop autograd first
-            x = x.detach()
-        return jnp.from_dlpack(x)
-
     def to_device(self, x: Any) -> jax.Array:
+        if hasattr(x, "detach"):  # torch
+            x = JaxBackend.from_dlpack(x)
         return jax.device_put(x, self.device)
 
-    def shape_of(self, x: Any) -> tuple[int, ...]:
-        return tuple(x.shape)
+    def alloc_block(self, n: int, shape: tuple[int, ...], dt: DataType,
+                    at_front: bool = True) -> Any:
+        raise UnsupportedError("jax arrays are immutable: the jax backend has no block stores")
 
-    def dtype_name(self, x: Any) -> str:
-        return c.NAME_OF_NP[np.dtype(x.dtype)]
-
-    def nbytes(self, x: Any) -> int:
-        return int(x.nbytes)
+    def stack(self, xs: Sequence[Any]) -> jax.Array:
+        if self.on_cpu:  # host stacking: no XLA compilation per distinct count of xs
+            return jax.device_put(np.stack([np.asarray(x) for x in xs]), self.device)
+        return jnp.stack(list(xs))
 
     def sync(self) -> None:
         jax.effects_barrier()
         jax.device_put(0, self.device).block_until_ready()
+
+    @staticmethod
+    def move_to_front(x: Any, axis: int) -> jax.Array:
+        return jnp.moveaxis(x, axis, 0)
+
+    @staticmethod
+    def to_torch(x: Any) -> Any:
+        import torch
+
+        return torch.from_dlpack(x)
+
+    @staticmethod
+    def to_numpy(x: Any) -> np.ndarray:
+        if hasattr(x, "detach"):  # torch
+            return np.asarray(x.detach().cpu())
+        return np.asarray(x)
+
+    @staticmethod
+    def from_dlpack(x: Any) -> jax.Array:
+        if hasattr(x, "detach"):  # torch: drop autograd first
+            x = x.detach()
+        return jnp.from_dlpack(x)
+
+    @staticmethod
+    def shape_of(x: Any) -> tuple[int, ...]:
+        return tuple(x.shape)
+
+    @staticmethod
+    def dtype_name(x: Any) -> str:
+        return c.NAME_OF_NP[np.dtype(x.dtype)]
+
+    @staticmethod
+    def nbytes(x: Any) -> int:
+        return int(x.nbytes)
 
     def kernel(self, op: ops.Op) -> Kernel:
         factory = KERNELS.get(op.name)
@@ -251,15 +271,9 @@ def _pad(op: ops.PadOp, be: JaxBackend) -> Kernel:
     return _jit(op, pad_index)
 
 
-def _promoted(*xs: jax.Array) -> list[jax.Array]:
-    """Cast to Tempo's upcast (trace time only: dtypes are static under jit)."""
-    dt = c.promote_all([np.dtype(x.dtype) for x in xs])
-    return [x if x.dtype == dt else x.astype(dt) for x in xs]
-
-
 def _cat(op: ops.CatOp, be: JaxBackend) -> Kernel:
     dim = op.dim
-    return _jit(op, lambda *xs: jnp.concatenate(_promoted(*xs), axis=dim))
+    return _jit(op, lambda *xs: jnp.concatenate(xs, axis=dim))
 
 
 def _fit_to_index(x: jax.Array, i: jax.Array, dim: int) -> jax.Array:
@@ -282,7 +296,7 @@ def _scatter_add(op: ops.ScatterAddOp, be: JaxBackend) -> Kernel:
             return x
         grid = list(jnp.indices(i.shape, sparse=True))
         grid[dim % i.ndim] = i
-        return x.at[tuple(grid)].add(s[tuple(slice(0, n) for n in i.shape)].astype(x.dtype))
+        return x.at[tuple(grid)].add(s[tuple(slice(0, n) for n in i.shape)])
 
     return _jit(op, scatter_add)
 
@@ -321,19 +335,9 @@ _BINARY: dict[str, Any] = {
 def _unary(op: ops.UnaryOp, be: JaxBackend) -> Kernel:
     fn = op.fn
     if fn in _FLOAT_UNARY:
-        f, to_float = _FLOAT_UNARY[fn], c.float_table()
-
-        def float_unary(x: jax.Array) -> jax.Array:
-            return f(x.astype(to_float[np.dtype(x.dtype)]))
-
-        return _jit(op, float_unary)
+        return _jit(op, _FLOAT_UNARY[fn])
     if fn == "neg":
-        signed = c.signed_table()
-
-        def neg(x: jax.Array) -> jax.Array:
-            return jnp.negative(x.astype(signed.get(np.dtype(x.dtype), x.dtype)))
-
-        return _jit(op, neg)
+        return _jit(op, jnp.negative)
     f = _SAME_UNARY[fn]
     if fn in ("floor", "ceil", "round", "trunc"):
         return _jit(op, lambda x: x if np.dtype(x.dtype).kind in "biu" else f(x))
@@ -341,20 +345,11 @@ def _unary(op: ops.UnaryOp, be: JaxBackend) -> Kernel:
 
 
 def _binary(op: ops.BinaryOp, be: JaxBackend) -> Kernel:
-    if op.fn == "div":
-        to_float = c.float_table()
-
-        def div(a: jax.Array, b: jax.Array) -> jax.Array:
-            dt = to_float[c.PROMOTE[(np.dtype(a.dtype), np.dtype(b.dtype))]]
-            return jnp.true_divide(a.astype(dt), b.astype(dt))
-
-        return _jit(op, div)
-    f = _BINARY[op.fn]
-    return _jit(op, lambda a, b: f(*_promoted(a, b)))
+    return _jit(op, jnp.true_divide if op.fn == "div" else _BINARY[op.fn])
 
 
 def _where(op: ops.WhereOp, be: JaxBackend) -> Kernel:
-    return _jit(op, lambda cond, a, b: jnp.where(cond, *_promoted(a, b)))
+    return _jit(op, jnp.where)
 
 
 def _cast(op: ops.CastOp, be: JaxBackend) -> Kernel:
@@ -364,12 +359,12 @@ def _cast(op: ops.CastOp, be: JaxBackend) -> Kernel:
 
 # ---------------------------------------------------------------- reductions
 def _sum(op: ops.SumOp, be: JaxBackend) -> Kernel:
-    dims, keep, out_dt = tuple(op.dims), op.keepdim, c.accumulate_table()
+    dims, keep = tuple(op.dims), op.keepdim  # x in its accumulation dtype already
     if not dims:
         return lambda x: x
 
     def sum_(x: jax.Array) -> jax.Array:
-        dt = out_dt[np.dtype(x.dtype)]
+        dt = np.dtype(x.dtype)
         return jnp.sum(x, axis=dims, keepdims=keep, dtype=_ACC.get(dt, dt)).astype(dt)
 
     return _jit(op, sum_)
@@ -391,12 +386,12 @@ def _max(op: ops.MaxOp, be: JaxBackend) -> Kernel:
 
 
 def _cumsum(op: ops.CumsumOp, be: JaxBackend) -> Kernel:
-    dim, out_dt = op.dim, c.accumulate_table()
+    dim = op.dim
 
     def cumsum(x: jax.Array) -> jax.Array:
-        dt = out_dt[np.dtype(x.dtype)]
+        dt = np.dtype(x.dtype)
         if x.ndim == 0:
-            return x.astype(dt)
+            return x
         return jnp.cumsum(x, axis=dim, dtype=_ACC.get(dt, dt)).astype(dt)
 
     return _jit(op, cumsum)
@@ -423,7 +418,7 @@ def _sort(op: ops.SortOp, be: JaxBackend) -> Kernel:
 
 
 def _matmul(op: ops.MatMulOp, be: JaxBackend) -> Kernel:
-    return _jit(op, lambda a, b: jnp.matmul(*_promoted(a, b), precision=_HIGHEST))
+    return _jit(op, lambda a, b: jnp.matmul(a, b, precision=_HIGHEST))
 
 
 def _conv(op: ops.ConvOp, be: JaxBackend) -> Kernel:
@@ -432,7 +427,6 @@ def _conv(op: ops.ConvOp, be: JaxBackend) -> Kernel:
     dn = (f"NC{sp}", f"OI{sp}", f"NC{sp}")
 
     def conv(x: jax.Array, w: jax.Array) -> jax.Array:
-        x, w = _promoted(x, w)
         if op.transposed:
             pads = transposed_padding(op, tuple(w.shape[2:]))
             return lax.conv_general_dilated(

@@ -1,16 +1,17 @@
 """The NumPy backend: the reference CPU backend, with the torch backend's kernel keys and
 semantics (Tempo's dtype lattice, torch.sort/max index rules, torch.gather/scatter_add).
 
-NumPy's own promotion differs from Tempo's (int32 + float32 is float64 in numpy), so
-kernels with several inputs cast to Tempo's upcast when the input dtypes differ. Kernels
-always return arrays, never numpy scalars (scalars do not export DLPack), and never
-negative-stride views (torch.from_dlpack aborts on those).
+Inputs arrive in the dtypes the op computes in (the front end casts them once when it
+records the op, `Op.input_dtypes`), so no kernel promotes: numpy's own promotion (int32 +
+float32 is float64) never applies. Kernels always return arrays, never numpy scalars
+(scalars do not export DLPack), and never negative-stride views (torch.from_dlpack aborts
+on those).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -20,8 +21,8 @@ from tempo.core.dtype import DataType
 from tempo.core.errors import BackendError
 from tempo.runtime.backends import common as c
 from tempo.runtime.backends.numpy_conv import conv_kernel
+from tempo.runtime.backends.protocol import Kernel
 
-Kernel = Callable[..., Any]
 Factory = Callable[[Any, "NumpyBackend"], Kernel]
 
 
@@ -79,9 +80,10 @@ _CMP: dict[str, Any] = {
 
 
 class NumpyBackend:
-    """Kernels and array plumbing for NumPy (CPU only)."""
+    """Kernels and array plumbing for NumPy (CPU only; a `Backend`)."""
 
-    name = "numpy"
+    name: ClassVar[str] = "numpy"
+    block_stores: ClassVar[bool] = True
 
     def __init__(self, dev: str = "cpu", seed: int = 0) -> None:
         if dev.startswith(("gpu", "cuda")):
@@ -103,20 +105,27 @@ class NumpyBackend:
     def from_numpy(self, a: Any, dt: DataType) -> np.ndarray:
         return np.array(a, dtype=self.dtype(dt))
 
+    def to_device(self, x: Any) -> np.ndarray:
+        return user_array(x)
+
     def alloc_block(self, n: int, shape: tuple[int, ...], dt: DataType,
                     at_front: bool = True) -> np.ndarray:
         """An uninitialised buffer a block store fills slot by slot: (n, *shape), or exactly
         `shape` (which already holds n) when `at_front` is False."""
         return np.empty((n, *shape) if at_front else shape, dtype=self.dtype(dt))
 
+    def stack(self, xs: Sequence[Any]) -> np.ndarray:
+        return np.stack(xs)
+
+    def sync(self) -> None:
+        """NumPy is synchronous."""
+
     @staticmethod
     def move_to_front(x: np.ndarray, axis: int) -> np.ndarray:
         return np.moveaxis(x, axis, 0)
 
-    def stack(self, xs: list[Any]) -> np.ndarray:
-        return np.stack(xs)
-
-    def to_torch(self, x: Any) -> Any:
+    @staticmethod
+    def to_torch(x: Any) -> Any:
         import torch
 
         x = np.asarray(x)
@@ -124,28 +133,29 @@ class NumpyBackend:
             x = np.array(x)  # torch cannot take negative strides; warns on read-only
         return torch.from_dlpack(x)
 
-    def to_numpy(self, x: Any) -> np.ndarray:
+    @staticmethod
+    def to_numpy(x: Any) -> np.ndarray:
+        if hasattr(x, "detach"):  # torch: drop autograd, move to host first
+            return np.asarray(x.detach().cpu())
         return np.asarray(x)
 
-    def to_device(self, x: Any) -> np.ndarray:
-        return user_array(x)
-
-    def from_dlpack(self, x: Any) -> np.ndarray:
+    @staticmethod
+    def from_dlpack(x: Any) -> np.ndarray:
         if hasattr(x, "detach"):  # torch: drop autograd, move to host first
             x = x.detach().cpu()
         return np.from_dlpack(x)
 
-    def shape_of(self, x: Any) -> tuple[int, ...]:
+    @staticmethod
+    def shape_of(x: Any) -> tuple[int, ...]:
         return tuple(x.shape)
 
-    def dtype_name(self, x: Any) -> str:
+    @staticmethod
+    def dtype_name(x: Any) -> str:
         return c.NAME_OF_NP[np.dtype(x.dtype)]
 
-    def nbytes(self, x: Any) -> int:
+    @staticmethod
+    def nbytes(x: Any) -> int:
         return int(x.nbytes)
-
-    def sync(self) -> None:
-        """NumPy is synchronous."""
 
     def kernel(self, op: ops.Op) -> Kernel:
         factory = KERNELS.get(op.name)
@@ -262,10 +272,7 @@ def _cat(op: ops.CatOp, be: NumpyBackend) -> Kernel:
     dim = op.dim
 
     def cat(*xs: np.ndarray) -> np.ndarray:
-        dt = xs[0].dtype
-        if any(x.dtype != dt for x in xs):
-            dt = c.promote_all([x.dtype for x in xs])
-        return np.concatenate(xs, axis=dim, dtype=dt)
+        return np.concatenate(xs, axis=dim)
 
     return cat
 
@@ -333,25 +340,15 @@ def _index_add(op: ops.IndexAddOp, be: NumpyBackend) -> Kernel:
 def _unary(op: ops.UnaryOp, be: NumpyBackend) -> Kernel:
     fn = op.fn
     if fn in _FLOAT_UNARY:
-        f, to_float = _FLOAT_UNARY[fn], c.float_table()
+        f = _FLOAT_UNARY[fn]
 
         def float_unary(x: np.ndarray) -> np.ndarray:
-            dt = to_float[x.dtype]
-            if dt != x.dtype:
-                x = x.astype(dt)
             r = f(x)
-            return r if r.dtype == dt else np.asarray(r, dtype=dt)  # scipy erf: f16 -> f32
+            return r if r.dtype == x.dtype else np.asarray(r, dtype=x.dtype)  # erf: f16 -> f32
 
         return float_unary
     if fn == "neg":
-        signed = c.signed_table()
-
-        def neg(x: np.ndarray) -> np.ndarray:
-            if x.dtype.kind == "u":
-                x = x.astype(signed[x.dtype])
-            return np.negative(x, out=...) if _HAS_OUT_ELLIPSIS else np.asarray(np.negative(x))
-
-        return neg
+        return ufunc(np.negative)
     if fn in ("floor", "ceil", "round", "trunc"):
         f = ufunc(_SAME_UNARY[fn])
         return lambda x: x if x.dtype.kind in "biu" else f(x)  # ints: numpy would go float
@@ -363,40 +360,13 @@ def _unary(op: ops.UnaryOp, be: NumpyBackend) -> Kernel:
 
 
 def _binary(op: ops.BinaryOp, be: NumpyBackend) -> Kernel:
-    fn, promote, oe = op.fn, c.PROMOTE, _HAS_OUT_ELLIPSIS
-    if fn == "div":
-        to_float = c.float_table()
-
-        def div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-            dt = to_float[promote[(a.dtype, b.dtype)]]
-            if a.dtype != dt:
-                a = a.astype(dt)
-            if b.dtype != dt:
-                b = b.astype(dt)
-            return np.true_divide(a, b, out=...) if oe else np.asarray(np.true_divide(a, b))
-
-        return div
-    f = _ARITH.get(fn) or _CMP[fn]
-
-    def binary(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        if a.dtype != b.dtype:
-            dt = promote[(a.dtype, b.dtype)]
-            a, b = a.astype(dt, copy=False), b.astype(dt, copy=False)
-        return f(a, b, out=...) if oe else np.asarray(f(a, b))
-
-    return binary
+    if op.fn == "div":
+        return ufunc(np.true_divide)  # float operands (BinaryOp.input_dtypes)
+    return ufunc(_ARITH.get(op.fn) or _CMP[op.fn])
 
 
 def _where(op: ops.WhereOp, be: NumpyBackend) -> Kernel:
-    promote = c.PROMOTE
-
-    def where(cond: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        if a.dtype != b.dtype:
-            dt = promote[(a.dtype, b.dtype)]
-            a, b = a.astype(dt, copy=False), b.astype(dt, copy=False)
-        return np.asarray(np.where(cond, a, b))
-
-    return where
+    return lambda cond, a, b: np.asarray(np.where(cond, a, b))
 
 
 def _cast(op: ops.CastOp, be: NumpyBackend) -> Kernel:
@@ -409,12 +379,13 @@ _ACC = {np.dtype(np.float16): np.dtype(np.float32)}  # accumulate half in float,
 
 
 def _sum(op: ops.SumOp, be: NumpyBackend) -> Kernel:
-    dims, keep, out_dt = tuple(op.dims), op.keepdim, c.accumulate_table()
+    """x arrives in its accumulation dtype (`SumOp.input_dtypes`); the result keeps it."""
+    dims, keep = tuple(op.dims), op.keepdim
     if not dims:
         return lambda x: x
 
     def sum_(x: np.ndarray) -> np.ndarray:
-        dt = out_dt[x.dtype]
+        dt = x.dtype
         acc = _ACC.get(dt, dt)
         r = np.asarray(np.sum(x, axis=dims, keepdims=keep, dtype=acc))
         return r if acc is dt else r.astype(dt)
@@ -438,12 +409,12 @@ def _max(op: ops.MaxOp, be: NumpyBackend) -> Kernel:
 
 
 def _cumsum(op: ops.CumsumOp, be: NumpyBackend) -> Kernel:
-    dim, out_dt = op.dim, c.accumulate_table()
+    dim = op.dim
 
     def cumsum(x: np.ndarray) -> np.ndarray:
-        dt = out_dt[x.dtype]
+        dt = x.dtype
         if x.ndim == 0:
-            return x.astype(dt)
+            return x
         acc = _ACC.get(dt, dt)
         r = np.cumsum(x, axis=dim, dtype=acc)
         return r if acc is dt else r.astype(dt)
@@ -474,15 +445,7 @@ def _sort(op: ops.SortOp, be: NumpyBackend) -> Kernel:
 
 
 def _matmul(op: ops.MatMulOp, be: NumpyBackend) -> Kernel:
-    promote, oe = c.PROMOTE, _HAS_OUT_ELLIPSIS
-
-    def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        if a.dtype != b.dtype:
-            dt = promote[(a.dtype, b.dtype)]
-            a, b = a.astype(dt, copy=False), b.astype(dt, copy=False)
-        return np.matmul(a, b, out=...) if oe else np.asarray(np.matmul(a, b))
-
-    return matmul
+    return ufunc(np.matmul)
 
 
 KERNELS: dict[str, Factory] = {
@@ -513,7 +476,7 @@ KERNELS: dict[str, Factory] = {
     "cumsum": _cumsum,
     "sort": _sort,
     "matmul": _matmul,
-    "conv": lambda op, be: conv_kernel(op, c.PROMOTE),
+    "conv": lambda op, be: conv_kernel(op),
     "sink_udf": lambda op, be: op.fn,
     "map_udf": _map_udf,
     "barrier": lambda op, be: lambda *xs: None,

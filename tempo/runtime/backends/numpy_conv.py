@@ -78,19 +78,12 @@ def conv_forward(
     return np.ascontiguousarray(np.moveaxis(out, -1, 1))
 
 
-def conv_kernel(op: ops.ConvOp, promote: dict) -> Callable[..., np.ndarray]:
-    """The numpy kernel of a `ConvOp` (inputs promoted to Tempo's upcast)."""
+def conv_kernel(op: ops.ConvOp) -> Callable[..., np.ndarray]:
+    """The numpy kernel of a `ConvOp` (x and w arrive in one dtype: `ConvOp.input_dtypes`)."""
     stride, dil, groups, n = tuple(op.stride), tuple(op.dilation), op.groups, op.n_dims
-
-    def prep(x: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        if x.dtype != w.dtype:
-            dt = promote[(x.dtype, w.dtype)]
-            x, w = x.astype(dt), w.astype(dt)
-        return x, w
 
     if op.transposed:
         def conv_t(x: np.ndarray, w: np.ndarray) -> np.ndarray:
-            x, w = prep(x, w)
             pads = transposed_padding(op, tuple(w.shape[2:]))
             wt = transposed_weight(w, groups, np)
             return conv_forward(x, wt, (1,) * n, pads, dil, stride, groups)
@@ -99,7 +92,6 @@ def conv_kernel(op: ops.ConvOp, promote: dict) -> Callable[..., np.ndarray]:
     pads = [(p, p) for p in op.padding]
 
     def conv(x: np.ndarray, w: np.ndarray) -> np.ndarray:
-        x, w = prep(x, w)
         return conv_forward(x, w, stride, pads, dil, (1,) * n, groups)
 
     return conv

@@ -7,8 +7,8 @@ callable the generated code invokes per point, so op parameters are bound ahead 
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
@@ -19,8 +19,8 @@ from tempo.core.dl_backend import DLBackend
 from tempo.core.dtype import DataType
 from tempo.core.errors import BackendError
 from tempo.runtime.backends import common as c
+from tempo.runtime.backends.protocol import Kernel
 
-Kernel = Callable[..., Any]
 Factory = Callable[[Any, "TorchBackend"], Kernel]
 
 _DTYPES: dict[str, torch.dtype] = {
@@ -47,10 +47,14 @@ _BINARY: dict[str, Kernel] = {
 }
 
 
-class TorchBackend:
-    """Kernels and tensor plumbing for PyTorch on CPU or CUDA."""
+_NAME_OF: dict[torch.dtype, str] = {v: k for k, v in _DTYPES.items()}
 
-    name = "torch"
+
+class TorchBackend:
+    """Kernels and tensor plumbing for PyTorch on CPU or CUDA (a `Backend`)."""
+
+    name: ClassVar[str] = "torch"
+    block_stores: ClassVar[bool] = True
 
     def __init__(self, dev: str = "cpu", seed: int = 0) -> None:
         want_gpu = dev.startswith(("gpu", "cuda"))
@@ -62,12 +66,21 @@ class TorchBackend:
         self.generator = torch.Generator(device=self.device)
         self.generator.manual_seed(seed)
 
+    @classmethod
+    def from_config(cls, cfg: Any) -> TorchBackend:
+        return cls(dev=cfg.dev, seed=cfg.seed)
+
     # ---------------------------------------------------------------- plumbing
     def dtype(self, dt: DataType) -> torch.dtype:
         return _DTYPES[dt.name]
 
-    def from_numpy(self, a: np.ndarray, dt: DataType) -> torch.Tensor:
+    def from_numpy(self, a: Any, dt: DataType) -> torch.Tensor:
         return torch.as_tensor(np.array(a), device=self.device).to(self.dtype(dt))
+
+    def to_device(self, x: Any) -> torch.Tensor:
+        if not isinstance(x, torch.Tensor):
+            x = torch.as_tensor(np.asarray(x)) if _is_host(x) else torch.from_dlpack(x)
+        return x.to(self.device)
 
     def alloc_block(self, n: int, shape: tuple[int, ...], dt: DataType,
                     at_front: bool = True) -> torch.Tensor:
@@ -76,61 +89,53 @@ class TorchBackend:
         full = (n, *shape) if at_front else shape
         return torch.empty(full, dtype=self.dtype(dt), device=self.device)
 
-    @staticmethod
-    def move_to_front(x: torch.Tensor, axis: int) -> torch.Tensor:
-        return x.movedim(axis, 0)
-
-    def stack(self, xs: list[Any]) -> torch.Tensor:
-        return torch.stack(xs)
-
-    def to_torch(self, x: Any) -> torch.Tensor:
-        return x
-
-    def to_numpy(self, x: Any) -> np.ndarray:
-        return x.detach().cpu().numpy()
-
-    def from_dlpack(self, x: Any) -> torch.Tensor:
-        return torch.from_dlpack(x)
-
-    def shape_of(self, x: Any) -> tuple[int, ...]:
-        return tuple(x.shape)
-
-    def dtype_name(self, x: Any) -> str:
-        return {v: k for k, v in _DTYPES.items()}[x.dtype]
-
-    def nbytes(self, x: Any) -> int:
-        return int(x.numel() * x.element_size())
+    def stack(self, xs: Sequence[Any]) -> torch.Tensor:
+        return torch.stack(list(xs))
 
     def sync(self) -> None:
         if self.device.type == "cuda":
             torch.cuda.synchronize()
 
+    @staticmethod
+    def move_to_front(x: torch.Tensor, axis: int) -> torch.Tensor:
+        return x.movedim(axis, 0)
+
+    @staticmethod
+    def to_torch(x: Any) -> torch.Tensor:
+        return x if isinstance(x, torch.Tensor) else TorchBackend.from_dlpack(x)
+
+    @staticmethod
+    def to_numpy(x: Any) -> np.ndarray:
+        return x.detach().cpu().numpy() if isinstance(x, torch.Tensor) else np.asarray(x)
+
+    @staticmethod
+    def from_dlpack(x: Any) -> torch.Tensor:
+        if isinstance(x, np.ndarray) and (not x.flags.writeable or min(x.strides, default=0) < 0):
+            x = np.array(x)  # torch cannot take negative strides; warns on read-only
+        return torch.from_dlpack(x)
+
+    @staticmethod
+    def shape_of(x: Any) -> tuple[int, ...]:
+        return tuple(x.shape)
+
+    @staticmethod
+    def dtype_name(x: Any) -> str:
+        return _NAME_OF[x.dtype]
+
+    @staticmethod
+    def nbytes(x: Any) -> int:
+        return int(x.numel() * x.element_size())
+
     def kernel(self, op: ops.Op) -> Kernel:
         factory = KERNELS.get(op.name)
         if factory is None:
             raise BackendError(f"the torch backend has no kernel for {op!r}", site=op.site)
-        k = factory(op, self)
         # Failures are named by the executor (generated line -> op): no per-call wrapper.
-        return k
+        return factory(op, self)
 
 
-_USER_FNS = frozenset({"udf_source", "sink_udf", "map_udf"})
-
-
-def _guarded(op: ops.Op, k: Kernel) -> Kernel:
-    """Turn torch's dtype/device failures into a BackendError naming the op and its site."""
-
-    def run(*args: Any) -> Any:
-        try:
-            return k(*args)
-        except (RuntimeError, TypeError, NotImplementedError) as exc:
-            kinds = ", ".join(f"{a.dtype}{tuple(a.shape)}" for a in args
-                              if isinstance(a, torch.Tensor))
-            msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            raise BackendError(f"torch cannot run {op!r} on [{kinds}]: {msg}",
-                               site=op.site) from None
-
-    return run
+def _is_host(x: Any) -> bool:
+    return isinstance(x, np.ndarray | np.generic | list | tuple | int | float | bool)
 
 
 def _const(op: ops.ConstOp, be: TorchBackend) -> Kernel:
@@ -254,11 +259,13 @@ KERNELS: dict[str, Factory] = {
     "binary": lambda op, be: _BINARY[op.fn],
     "where": lambda op, be: torch.where,
     "cast": lambda op, be: (lambda dt: lambda x: x.to(dt))(be.dtype(op.dtype)),
+    # x arrives in its accumulation dtype (SumOp.input_dtypes): keep it (torch widens ints)
     "sum": lambda op, be: (
-        (lambda x: torch.sum(x, dim=op.dims, keepdim=op.keepdim)) if op.dims else (lambda x: x)
+        (lambda x: torch.sum(x, dim=op.dims, keepdim=op.keepdim, dtype=x.dtype)) if op.dims
+        else (lambda x: x)
     ),
     "max": lambda op, be: lambda x: tuple(torch.max(x, dim=op.dim, keepdim=op.keepdim)),
-    "cumsum": lambda op, be: lambda x: torch.cumsum(x, dim=op.dim),
+    "cumsum": lambda op, be: lambda x: torch.cumsum(x, dim=op.dim, dtype=x.dtype),
     "sort": lambda op, be: lambda x: tuple(
         torch.sort(x, dim=op.dim, descending=op.descending, stable=op.stable)
     ),

@@ -8,19 +8,24 @@ from typing import Any
 
 import torch
 
-from tempo.core import ops
+from tempo.core import naming, ops
 from tempo.core.configs import ExecutionConfig
 from tempo.core.dl_backend import DLBackend
 from tempo.core.errors import BackendError, ShapeError, TempoError
 from tempo.core.sdg import SDG, TensorId
+from tempo.runtime.backends.protocol import Backend, Kernel
 from tempo.runtime.codegen import Generated, UndefinedPointError, generate
+from tempo.runtime.missing import bad_index_error, no_value_error, removed_error
 from tempo.runtime.stores import BlockStore, MemoryAccountant, TrackedStore
+from tempo.runtime.udf_check import guard_udf
 from tempo.schedule import tree as st
 from tempo.schedule.scheduler import Schedule
 
 
 class Executor(abc.ABC):
     """What `ctx.compile()` returns (API.md §4.1)."""
+
+    backend: Backend
 
     @abc.abstractmethod
     def execute(self) -> None: ...
@@ -34,10 +39,7 @@ class Executor(abc.ABC):
     def get_spatial_tensor_torch(self, tensor_id: TensorId, index: tuple = ()) -> torch.Tensor:
         """The stored value as a torch tensor (through DLPack for jax and numpy)."""
         x = self.get_spatial_tensor(tensor_id, index)
-        if isinstance(x, torch.Tensor):
-            return x
-        to_torch = getattr(getattr(self, "backend", None), "to_torch", None)
-        return to_torch(x) if to_torch is not None else torch.from_dlpack(x)
+        return x if isinstance(x, torch.Tensor) else self.backend.to_torch(x)
 
     def shutdown(self) -> None:
         """Release stored tensors."""
@@ -46,6 +48,9 @@ class Executor(abc.ABC):
 
 class PythonExecutor(Executor):
     """Runs one generated Python function over per-point stores."""
+
+    recorded: SDG | None = None  # the program as the user recorded it (names removed tensors)
+    _executed = False
 
     def __init__(
         self,
@@ -59,9 +64,7 @@ class PythonExecutor(Executor):
         self.schedule = schedule
         self.cfg = cfg
         self.bounds = bounds
-        be_cls = DLBackend.get_backend(cfg.backend)
-        make = getattr(be_cls, "from_config", None)
-        self.backend = make(cfg) if make is not None else be_cls(dev=cfg.dev, seed=cfg.seed)
+        self.backend = DLBackend.get_backend(cfg.backend).from_config(cfg)
         self.accountant = MemoryAccountant(cfg.device_memory_cap_bytes, self._describe)
         tracked = cfg.device_memory_cap_bytes is not None or cfg.executor_debug_mode
         self.stores: dict[TensorId, Any] = {}
@@ -86,53 +89,54 @@ class PythonExecutor(Executor):
     def _block_store(self, tid: TensorId, tracked: bool) -> BlockStore | None:
         """A block store where the storage pass chose one and the backend writes in place."""
         dim = self.sdg.block_stores.get(tid)
-        alloc_block = getattr(self.backend, "alloc_block", None)
-        if dim is None or alloc_block is None:
+        be = self.backend
+        if dim is None or not be.block_stores:
             return None
         op = self.sdg.ops[tid.op_id]
         var = op.domain.variables[dim]
         size = int(op.domain.bound_of(var).evaluate(self._bound_values()))
         info = self.sdg.tensors[tid]
         shape, dt = tuple(info.shape.as_static()), info.dtype
-        move = getattr(self.backend, "move_to_front", None)
-        axis = max(len(shape) - 1, 0) if move is not None else 0
+        axis = max(len(shape) - 1, 0)
 
         def alloc(n: int) -> Any:
-            buf = alloc_block(n, shape[:axis] + (n,) + shape[axis:], dt, at_front=False)
+            buf = be.alloc_block(n, shape[:axis] + (n,) + shape[axis:], dt, at_front=False)
             if tracked:
-                self.accountant.charge(tid, self.backend.nbytes(buf))
+                self.accountant.charge(tid, be.nbytes(buf))
             return buf
 
         def release(buf: Any) -> None:
             if tracked:
-                self.accountant.credit(self.backend.nbytes(buf))
+                self.accountant.credit(be.nbytes(buf))
 
-        return BlockStore(dim, size, alloc, release, axis, move)
+        return BlockStore(dim, size, alloc, release, axis, be.move_to_front)
 
     def _describe(self, tid: TensorId) -> str:
-        op = self.sdg.ops[tid.op_id]
-        return f"tensor {tid!r} of {op!r} (created at {op.site})"
+        return naming.tensor_label(self.sdg, tid)
 
     def _nbytes_of(self, tid: TensorId) -> Any:
         if isinstance(self.sdg.ops[tid.op_id], ops.MergeOp):
             return lambda x: 0  # a recurrence aliases its branch's tensor
         return self.backend.nbytes
 
-    def _kernel(self, op: ops.Op) -> Any:
-        k = self.backend.kernel(op)
+    def _kernel(self, op: ops.Op) -> Kernel:
+        k = self.backend.kernel(guard_udf(op, self._bound_values()))
         if self.cfg.executor_debug_mode and op.num_outputs > 0:
             return _checked(op, k, self.sdg, self.backend, self.bounds)
         return k
 
     def _undefined(self, op_id: int, point: tuple) -> None:
         op = self.sdg.ops[op_id]
+        at = naming.point_word({v.name: p for v, p in zip(op.domain.variables, point)})
+        defs = "; ".join(naming.at_site(e.site) for e in self.sdg.in_edges[op_id] if e.site)
         raise UndefinedPointError(
-            f"recurrence {op!r} is read at point {point} where none of its branches holds "
-            f"(defined at {op.site})"
-        )
+            f"{naming.op_label(op, self.sdg.names)} is read at {at or 'its only point'}, where "
+            f"none of its definitions holds ({defs or 'it has none'}). Add a definition that "
+            "covers that point (e.g. a last `x[True] = ...`)", site=op.site)
 
     # ---------------------------------------------------------------- API
     def execute(self) -> None:
+        self._executed = True
         try:
             self.generated.fn()
         except TempoError:
@@ -142,7 +146,8 @@ class PythonExecutor(Executor):
             if op is None or op.name in ("udf_source", "sink_udf", "map_udf"):
                 raise
             why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            raise BackendError(f"{self.cfg.backend} failed running {op!r}: {why}",
+            raise BackendError(f"the {self.cfg.backend} backend failed running "
+                               f"{naming.op_label(op, self.sdg.names)}: {why}",
                                site=op.site) from exc
 
     def _failing_op(self, exc: BaseException) -> ops.Op | None:
@@ -182,15 +187,13 @@ class PythonExecutor(Executor):
 
     def get_spatial_tensor(self, tensor_id: TensorId, index: tuple = ()) -> Any:
         if tensor_id not in self.stores:
-            raise TempoError(f"tensor {tensor_id!r} does not exist (eliminated by the compiler?)")
+            raise removed_error(self.recorded, self.cfg, tensor_id)
         store = self.stores[tensor_id]
         op = self.sdg.ops[tensor_id.op_id]
         if not isinstance(index, tuple):
             index = (index,)
         if len(index) != len(op.domain):
-            raise TempoError(
-                f"index {index} does not fit the domain {op.domain} of tensor {tensor_id!r}"
-            )
+            raise bad_index_error(self.sdg, tensor_id, index)
         parts = []
         for v, i in zip(op.domain.variables, index):
             if isinstance(i, slice):
@@ -211,10 +214,7 @@ class PythonExecutor(Executor):
         k = len(prefix)
         if k == len(parts):
             if prefix not in store:
-                raise TempoError(
-                    f"tensor {tid!r} has no value at point {prefix}: not computed yet, or freed "
-                    "by garbage collection (use ExecutionConfig(enable_gc=False) to keep it)"
-                )
+                raise no_value_error(self.sdg, self.cfg, tid, prefix, self._executed)
             return store[prefix]
         p = parts[k]
         if isinstance(p, list):
@@ -247,7 +247,8 @@ def _bound_symbols(sdg: SDG) -> list[Any]:
     return [v.as_bound() for v in sdg.universe.variables]
 
 
-def _checked(op: ops.Op, kernel: Any, sdg: SDG, be: Any, bounds: dict[str, int]) -> Any:
+def _checked(op: ops.Op, kernel: Kernel, sdg: SDG, be: Backend,
+             bounds: dict[str, int]) -> Kernel:
     """Debug mode: check every kernel result against the inferred shape and dtype."""
     infos = [sdg.tensors[TensorId(op.op_id, k)] for k in range(op.num_outputs)]
     names = [v.name for v in op.domain.variables]
@@ -261,12 +262,15 @@ def _checked(op: ops.Op, kernel: Any, sdg: SDG, be: Any, bounds: dict[str, int])
                 want = tuple(info.shape.as_static())
                 if got != want:
                     raise ShapeError(
-                        f"{op!r} output {k} has shape {got}, inferred {want} (variables {names})",
+                        f"{naming.op_label(op, sdg.names)} computed output {k} of shape "
+                        f"{got}, but its shape was inferred as {want} (dims {names})",
                         site=op.site,
                     )
             if be.dtype_name(x) != info.dtype.name:
                 raise ShapeError(
-                    f"{op!r} output {k} has dtype {be.dtype_name(x)}, inferred {info.dtype}",
+                    f"{naming.op_label(op, sdg.names)} computed output {k} of dtype "
+                    f"{naming.dtype_word(be.dtype_name(x))}, but its dtype was inferred as "
+                    f"{naming.dtype_word(info.dtype)}",
                     site=op.site,
                 )
         return out

@@ -56,7 +56,8 @@ class Prog:
             dom_ = tuple(dom)
 
             def fn(ts: dict) -> torch.Tensor:
-                return torch.from_numpy(np.ascontiguousarray(data[tuple(ts[v] for v in dom_)]))
+                # np.array, not ascontiguousarray: that one makes a 0-d point 1-d
+                return torch.from_numpy(np.array(data[tuple(ts[v] for v in dom_)]))
 
             x[True] = RT.source_with_ts_udf(fn, shape, dt, domain=dom_)
         if requires_grad:

@@ -30,11 +30,13 @@ def to_rt(x: Any) -> Any:
     return x
 
 
-def run_static(fn: Callable[..., Any], *args: Any, seed: int = 0, **kwargs: Any) -> Any:
-    """Record `fn(*consts)` in a static (num_dims=0) program, compile, execute and read back
-    every RecurrentTensor of the result (a tensor, or a nested tuple/list of them)."""
+def run_static(fn: Callable[..., Any], *args: Any, seed: int = 0, backend: str = "torch",
+               **kwargs: Any) -> Any:
+    """Record `fn(*consts)` in a static (num_dims=0) program, compile, execute on `backend`
+    and read back every RecurrentTensor of the result (a tensor, or a nested tuple/list)."""
     cfg = ExecutionConfig.test_cfg()
     cfg.seed = seed
+    cfg.backend = backend
     ctx = TempoContext(cfg, num_dims=0)
     with ctx:
         out = fn(*[to_rt(a) for a in args], **kwargs)

@@ -110,3 +110,16 @@ def test_scalar_operands_and_methods(dtype: torch.dtype) -> None:
             torch.where(x > 0, x, -x), (x - 1.0) / (2.0 + 1e-8),
             torch.log(_f(x.abs() + 1)) / math.log(2.0)]
     assert_same(got, want, rtol=1e-5, atol=1e-5, check_dtype=dtype != torch.int64)
+
+
+@pytest.mark.parametrize("dtype", [torch.bool, torch.int64, torch.float32], ids=str)
+@pytest.mark.parametrize("exponent", [0, 1, 2, 0.5, 0.0, 1.0, 2.0, 3.0])
+def test_pow_literal_exponent_dtype(exponent: float, dtype: torch.dtype) -> None:
+    """The special-cased exponents give the dtype of the general path: `int64 ** 2.0` is
+    float32 as in torch (it was int64)."""
+    x = make_input((5,), dtype, seed=4, positive=True)
+    got = run_static(lambda a: a ** exponent, x)
+    want = x ** exponent
+    if dtype == torch.bool and isinstance(exponent, int):
+        want = want.to(torch.int8)  # Tempo: bool ** int literal -> int8 (API §5 lattice)
+    assert_same(got, want, rtol=1e-6, atol=1e-6)

@@ -129,3 +129,23 @@ def test_ops_in_temporal_program(op: str) -> None:
     got = run_temporal(fn, 4)
     want = [ref(data[i] * (i if op == "cumsum" else 1)) for i in range(4)]
     assert_same(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_const_ignores_domain_with_a_warning() -> None:
+    """API §3.3: a const has the empty domain; `domain=` is ignored with a warning."""
+    from tempo.api import TempoContext
+    from tempo.core.configs import ExecutionConfig
+
+    ctx = TempoContext(ExecutionConfig.test_cfg(), num_dims=1)
+    ((t, _),) = ctx.variables_and_bounds
+    with ctx:
+        with pytest.warns(UserWarning, match="ignores domain"):
+            c = RT.const(np.arange(3.0), domain=(t,))
+        assert len(c.domain) == 0
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            RT.const(1.0, domain=None)
+    got = run_static(lambda: RT.const([1.0, 2.0]))
+    assert_same(got, torch.tensor([1.0, 2.0]))

@@ -109,3 +109,13 @@ def test_discounted_sums() -> None:
 def test_bad_dim_is_tempo_error() -> None:
     with pytest.raises(TempoError):
         run_static(lambda a: a.sum(3), make_input((3, 4), torch.float32))
+
+
+def test_discounted_sums_with_tensor_gamma() -> None:
+    """gamma may be a RecurrentTensor (it crashed in const); same values as a float gamma."""
+    x = make_input((5, 3), torch.float32, seed=9)
+    g = torch.tensor(0.8)
+    got = run_static(lambda a, gm: [a.discounted_sum(gm), a.discounted_cum_sum(gm, 0)], x, g)
+    w = g ** torch.arange(5, dtype=torch.float32)
+    cum = torch.stack([(x[k:] * w[: 5 - k, None]).sum(0) for k in range(5)])
+    assert_same(got, [(x * w[:, None]).sum(0), cum], rtol=1e-5, atol=1e-5)

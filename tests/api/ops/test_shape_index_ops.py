@@ -9,7 +9,7 @@ import torch.nn.functional as F  # noqa: N812
 from op_harness import assert_same, make_input, run_static
 
 import tempo.api.recurrent_tensor as tpo
-from tempo.core.errors import BackendError, TempoError
+from tempo.core.errors import DTypeError, TempoError
 
 DTYPES = [torch.bool, torch.int64, torch.float32, torch.float64]
 
@@ -114,10 +114,22 @@ def test_matmul(shapes: tuple, dtype: torch.dtype) -> None:
     assert_same(run_static(lambda a, b: a @ b, x, y), want, rtol=1e-5, atol=1e-5)
 
 
-def test_matmul_bool_is_backend_error() -> None:
+@pytest.mark.parametrize("backend", ["torch", "jax", "numpy"])
+def test_matmul_bool_is_dtype_error(backend: str) -> None:
+    """torch has no bool matmul; numpy and jax would compute one: every backend refuses it
+    when the op is recorded."""
     x = make_input((3, 4), torch.bool)
-    with pytest.raises(BackendError):
-        run_static(lambda a: tpo.matmul(a, a.transpose()), x)
+    with pytest.raises(DTypeError):
+        run_static(lambda a: tpo.matmul(a, a.transpose()), x, backend=backend)
+
+
+@pytest.mark.parametrize("backend", ["torch", "jax", "numpy"])
+def test_matmul_int64_float32_promotes(backend: str) -> None:
+    """int64 @ float32 is float32 on every backend, as `MatMulOp.infer` promises (torch's
+    own matmul refuses mixed dtypes)."""
+    x, y = make_input((3, 4), torch.int64, 1), make_input((4, 2), torch.float32, 2)
+    got = run_static(lambda a, b: a @ b, x, y, backend=backend)
+    assert_same(got, x.float() @ y, rtol=1e-6, atol=1e-5)
 
 
 CONVS = [  # (n, input shape, weight shape, kwargs)
@@ -168,3 +180,29 @@ def test_conv_bool_is_tempo_error() -> None:
     x, w = make_input((1, 2, 5), torch.bool), make_input((1, 2, 3), torch.bool)
     with pytest.raises(TempoError):
         run_static(lambda a, b: tpo.conv1d(a, b), x, w)
+
+
+INDEX_ADD_0D = [((3, 4), 1, (3, 1)), ((3, 4), 0, (1, 4)), ((4, 1), 0, (1, 1)), ((4, 1), 0, (1,)),
+                ((3, 4, 1), 1, (3, 1)), ((4,), 0, (1,)), ((4,), 0, ())]
+
+
+@pytest.mark.parametrize("backend", ["torch", "jax", "numpy"])
+@pytest.mark.parametrize("case", INDEX_ADD_0D, ids=str)
+def test_index_add_scalar_index(case: tuple, backend: str) -> None:
+    """A 0-d index adds one slice; the source may keep the indexed dim with size 1 (torch's
+    1-element index) or drop it. The kept-singleton form failed on torch and jax."""
+    xs, dim, ss = case
+    x, src = make_input(xs, torch.float32, seed=1), make_input(ss, torch.float32, seed=2)
+    i = 2 if xs[dim] > 2 else 0
+    got = run_static(lambda a, s: a.index_add(dim, tpo.const(i, dtype="int64"), s), x, src,
+                     backend=backend)
+    s = src if src.ndim == x.ndim else src.unsqueeze(dim)
+    assert_same(got, x.index_add(dim, torch.tensor([i]), s))
+
+
+def test_index_add_bad_source_shape_is_shape_error() -> None:
+    from tempo.core.errors import ShapeError
+
+    x, src = make_input((3, 4), torch.float32), make_input((3, 2), torch.float32)
+    with pytest.raises(ShapeError):
+        run_static(lambda a, s: a.index_add(1, tpo.const(1, dtype="int64"), s), x, src)
