@@ -135,8 +135,8 @@ def ppo_shaped(symbolic_batch: bool, envs: int = 64, steps: int = 64, iters: int
         hid = Linear(hidden, hidden, domain=(i,))
         actor = Linear(hidden, 1, domain=(i,))
         critic = Linear(hidden, 1, domain=(i,))
-        log_std = RT.placeholder((1,), "float32", domain=(i,), requires_grad=True)
-        log_std[0] = RT.zeros((1,))
+        log_std = RT.placeholder((), "float32", domain=(i,), requires_grad=True)
+        log_std[0] = RT.zeros(())
         s = RT.placeholder(point, "float32", domain=dom)
         start = RT.uniform(point, low=-1.0, high=1.0,
                            domain=(i, b) if symbolic_batch else (i,))

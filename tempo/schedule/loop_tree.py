@@ -12,6 +12,8 @@ program this cannot order goes to isl's own scheduler instead.
 
 from __future__ import annotations
 
+import bisect
+import heapq
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
@@ -144,71 +146,99 @@ class LoopTreeBuilder:
             for a in ps:
                 succs[a].add(b)
         indeg = {k: len(ps) for k, ps in preds.items()}
-        ready = sorted((k for k in indeg if indeg[k] == 0), key=lambda k: comps[k].ops[0])
+        first = {k: c.ops[0] for k, c in enumerate(comps)}
+        leaves: list[tuple[int, int]] = []  # heap of ready leaf components by first op
+        loops: list[int] = []  # ready loop components, by first op
         out: list[TreeNode] = []
-        group: list[int] = []  # components fused into the open loop
+        group: set[int] = set()  # components fused into the open loop
         group_ops: set[int] = set()
         group_var: str | None = None
         group_dirs: set[int] = set()
+        blocked: list[int] = []  # ready leaves that read the open loop
 
-        def close() -> None:
-            nonlocal group, group_ops, group_var, group_dirs
-            if group:
-                d = FORWARD if FORWARD in group_dirs else BACKWARD
-                body = self._level(sorted(group_ops), [*outer, group_var])  # type: ignore[list-item]
-                out.append(LoopNode(group_var, d, body))  # type: ignore[arg-type]
-            group, group_ops, group_var, group_dirs = [], set(), None, set()
+        def make_ready(k: int) -> None:
+            if comps[k].var is None:
+                heapq.heappush(leaves, (first[k], k))
+            else:
+                bisect.insort(loops, k, key=lambda j: first[j])
 
         def emit(k: int) -> None:
-            ready.remove(k)
             for s in succs[k]:
                 indeg[s] -= 1
                 if indeg[s] == 0:
-                    ready.append(s)
-            ready.sort(key=lambda j: comps[j].ops[0])
+                    make_ready(s)
 
-        while ready:
-            pick = None
-            if group:
-                for k in ready:
-                    c = comps[k]
-                    if c.var != group_var:
-                        continue
-                    dirs = group_dirs & c.dirs
-                    for e in into[k]:
-                        if e.src.op_id in group_ops:
-                            dirs &= allowed_directions(self.signs(e, c.var))
-                    if dirs:
-                        pick, group_dirs = k, dirs
-                        break
-            if pick is not None:
-                group.append(pick)
-                group_ops.update(comps[pick].ops)
-                emit(pick)
+        def close() -> None:
+            nonlocal group, group_ops, group_var, group_dirs
+            d = FORWARD if FORWARD in group_dirs else BACKWARD
+            body = self._level(sorted(group_ops), [*outer, group_var])  # type: ignore[list-item]
+            out.append(LoopNode(group_var, d, body))  # type: ignore[arg-type]
+            group, group_ops, group_var, group_dirs = set(), set(), None, set()
+            for k in blocked:
+                heapq.heappush(leaves, (first[k], k))
+            blocked.clear()
+
+        for k in sorted(indeg, key=lambda j: first[j]):
+            if indeg[k] == 0:
+                make_ready(k)
+        while leaves or loops or group:
+            if not group:
+                if leaves:
+                    k = heapq.heappop(leaves)[1]
+                    out.append(Leaf(comps[k].ops[0]))
+                else:
+                    k = loops.pop(0)
+                    group, group_ops = {k}, set(comps[k].ops)
+                    group_var, group_dirs = comps[k].var, set(comps[k].dirs)
+                emit(k)
                 continue
-            if group:
-                # Anything ready that does not read the open loop can run before it:
-                # hoisting it keeps the loop open for components it unblocks.
-                in_group = set(group)
-                free = [k for k in ready if not preds[k] & in_group]
-                if free:
-                    k = free[0]
-                    emit(k)
-                    out.append(self._standalone(comps[k], outer))
-                    continue
-                close()
-            leaves = [k for k in ready if comps[k].var is None]
-            k = leaves[0] if leaves else ready[0]
-            c = comps[k]
-            emit(k)
-            if c.var is None:
-                out.append(Leaf(c.ops[0]))
-            else:
-                group, group_ops, group_var, group_dirs = [k], set(c.ops), c.var, set(c.dirs)
-        close()
-        if sum(indeg.values()):
+            pick = self._compatible(loops, comps, into, group_ops, group_var, group_dirs)
+            if pick is not None:
+                k, group_dirs = pick
+                loops.remove(k)
+                group.add(k)
+                group_ops.update(comps[k].ops)
+                emit(k)
+                continue
+            # Anything ready that does not read the open loop can run before it: hoisting
+            # it keeps the loop open for the components it unblocks.
+            hoisted = None
+            while leaves:
+                k = heapq.heappop(leaves)[1]
+                if preds[k] & group:
+                    blocked.append(k)
+                else:
+                    hoisted = k
+                    break
+            if hoisted is None:
+                hoisted = next((k for k in loops if not preds[k] & group), None)
+                if hoisted is not None:
+                    loops.remove(hoisted)
+            if hoisted is not None:
+                out.append(self._standalone(comps[hoisted], outer))
+                emit(hoisted)
+                continue
+            close()
+        if any(indeg.values()):
             raise Unorderable(sorted(o for k, n in indeg.items() if n for o in comps[k].ops))
         return out
+
+    def _compatible(self, loops: list[int], comps: list[_Comp], into: dict[int, list[Edge]],
+                    group_ops: set[int], var: str | None,
+                    dirs: set[int]) -> tuple[int, set[int]] | None:
+        """The first ready component that can join the open loop, and the directions the
+        loop may then still run in."""
+        for k in loops:
+            c = comps[k]
+            if c.var != var:
+                continue
+            ok = dirs & c.dirs
+            for e in into[k]:
+                if e.src.op_id in group_ops:
+                    ok &= allowed_directions(self.signs(e, var))  # type: ignore[arg-type]
+            if ok:
+                return k, ok
+        return None
 
     def _standalone(self, c: _Comp, outer: list[str]) -> TreeNode:
         if c.var is None:

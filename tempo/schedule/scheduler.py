@@ -38,11 +38,11 @@ def compute_schedule(
     t0 = time.perf_counter()
     prologue = static_prologue(sdg)
     rest = sdg.copy()
-    for op_id in prologue:
+    for op_id in prologue + unused_placeholders(sdg):
         rest.remove_op(op_id)
     in_prologue = set(prologue)
     epilogue = [Free(tid, ()) for tid in stored if tid.op_id in in_prologue]
-    stored = [tid for tid in stored if tid.op_id not in in_prologue]
+    stored = [tid for tid in stored if tid.op_id in rest.ops]
     an = analyse(rest, bounds)
     t1 = time.perf_counter()
     try:
@@ -93,6 +93,15 @@ def compute_schedule(
         "isl_ast": (t4 - t3) * 1e3,
     }
     return Schedule(tree, prog, timings)
+
+
+def unused_placeholders(sdg: SDG) -> list[int]:
+    """Placeholders without a definition that nothing reads (a definition the user got
+    wrong was refused): there is nothing to compute and nobody to tell."""
+    return [op.op_id for op in sdg.ops.values()
+            if isinstance(op, ops.MergeOp) and not sdg.in_edges[op.op_id]
+            and not sdg.out_edges.get(op.op_id)
+            and not any(TensorId(op.op_id, k) in sdg.keep for k in range(op.num_outputs))]
 
 
 def static_prologue(sdg: SDG) -> list[int]:
