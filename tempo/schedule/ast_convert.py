@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Protocol
+
 import islpy as isl
 
 from tempo.core.errors import ScheduleError
-from tempo.schedule.isl_program import IslProgram
+from tempo.core.sdg import TensorId
 from tempo.schedule.tree import Exec, Free, If, Loop, Node, Seq, While
 
 _T = isl.ast_expr_op_type
@@ -68,7 +70,15 @@ def _upper_bound(cond: isl.AstExpr, it: str) -> str | None:
     return None
 
 
-def ast_to_tree(node: isl.AstNode, prog: IslProgram) -> Node:
+class Statements(Protocol):
+    """What a user node of the AST names: a group of ops (by its rep) or a free statement."""
+
+    groups: dict[int, list[int]]
+    frees: dict[str, list[TensorId]]
+    after_group: dict[int, list[TensorId]]
+
+
+def ast_to_tree(node: isl.AstNode, prog: Statements) -> Node:
     kind = node.get_type()
     if kind == isl.ast_node_type.block:
         children = node.block_get_children()

@@ -100,27 +100,53 @@ def _tuple(name: str, domain: Domain, suffix: str = "") -> str:
     return f"{name}[{', '.join(v.name + suffix for v in domain.variables)}]"
 
 
-def build_program(sdg: SDG, bounds: dict[Symbol, int], stored: list[TensorId]) -> IslProgram:
-    """Statements, exact dependences, and free statements for `stored` tensors."""
+@dataclass
+class Analysis:
+    """What scheduling needs to know of an SDG instance, computed once: the isl parameter
+    context, each op's full and executed domain, and each edge's exact relation."""
+
+    params: list[str]
+    decl: str
+    context: isl.Set
+    full: dict[str, isl.Set]
+    edge_maps: dict[int, isl.UnionMap]
+    executed: dict[str, isl.Set]
+
+
+def analyse(sdg: SDG, bounds: dict[Symbol, int]) -> Analysis:
+    """Statement domains, exact edge relations and executed domains of every op."""
     params = sorted({b.name for b in bounds})
     decl = _params_decl(params)
     fixed = " and ".join(f"{p} = {bounds_by_name(bounds)[p]}" for p in params) or "true"
     context = isl.Set(f"{decl} -> {{ : {fixed} }}")
 
     stmt_domains: dict[str, isl.Set] = {}
+    by_domain: dict[str, isl.Set] = {}
     for op in sdg.topological():
         name = stmt_name(op.op_id)
-        cons = " and ".join(_domain_constraints(op.domain)) or "true"
-        try:
-            stmt_domains[name] = isl.Set(f"{decl} -> {{ {_tuple(name, op.domain)} : {cons} }}")
-        except isl.Error as exc:
-            raise IndexExprError(f"domain of {op!r} is not affine: {op.domain}",
-                                 site=op.site) from exc
-        stmt_domains[name] = stmt_domains[name].intersect_params(context)
+        key = repr(op.domain)
+        if key not in by_domain:
+            cons = " and ".join(_domain_constraints(op.domain)) or "true"
+            try:
+                dom = isl.Set(f"{decl} -> {{ {_tuple('P', op.domain)} : {cons} }}")
+            except isl.Error as exc:
+                raise IndexExprError(f"domain of {op!r} is not affine: {op.domain}",
+                                     site=op.site) from exc
+            by_domain[key] = dom.intersect_params(context)
+        stmt_domains[name] = by_domain[key].set_tuple_name(name)
 
     edges = [e for es in sdg.in_edges.values() for e in es]
-    edge_maps = {id(e): edge_map(sdg, e, decl) for e in edges}
+    edge_maps = {id(e): edge_map(sdg, e, decl).intersect_params(context) for e in edges}
     executed = executed_domains(sdg, decl, context, stmt_domains, edge_maps)
+    return Analysis(params, decl, context, stmt_domains, edge_maps, executed)
+
+
+def build_program(sdg: SDG, bounds: dict[Symbol, int], stored: list[TensorId],
+                  an: Analysis | None = None) -> IslProgram:
+    """Statements, exact dependences, and free statements for `stored` tensors."""
+    an = an or analyse(sdg, bounds)
+    params, context, executed, edge_maps = an.params, an.context, an.executed, an.edge_maps
+    edges = [e for es in sdg.in_edges.values() for e in es]
     groups = group_ops(sdg, {op_id: executed[stmt_name(op_id)] for op_id in sdg.ops})
     rep = groups.rep_of
     stmt_domains = {stmt_name(r): executed[stmt_name(r)] for r in groups.members}
@@ -219,9 +245,35 @@ def edge_relation_str(sdg: SDG, e: Edge, decl: str) -> str:
     return f"{decl} -> {{ {lhs} -> {rhs} : {' and '.join(cons) or 'true'} }}"
 
 
+_SHAPES: dict[tuple[str, ...], isl.Map | isl.Set] = {}
+
+
+def shape_key(kind: str, sdg: SDG, e: Edge, decl: str) -> tuple[str, ...]:
+    """Edges of the same shape (domains, index expression, condition) have the same
+    relation up to statement names: repeated layers parse it once."""
+    sink, src = sdg.ops[e.sink], sdg.ops[e.src.op_id]
+    return (kind, decl, repr(src.domain), repr(sink.domain), str(e.expr), str(e.cond))
+
+
+def _remember(key: tuple[str, ...], value: isl.Map | isl.Set) -> None:
+    if len(_SHAPES) > 4096:  # bounded across compiles in one process
+        _SHAPES.clear()
+    _SHAPES[key] = value
+
+
+def _renamed(m: isl.Map, src: str, sink: str) -> isl.Map:
+    return m.set_tuple_name(isl.dim_type.in_, src).set_tuple_name(isl.dim_type.out, sink)
+
+
 def edge_map(sdg: SDG, e: Edge, decl: str) -> isl.UnionMap:
+    key = shape_key("edge", sdg, e, decl)
+    src, sink = stmt_name(e.src.op_id), stmt_name(e.sink)
+    hit = _SHAPES.get(key)
+    if isinstance(hit, isl.Map):
+        return isl.UnionMap.from_map(_renamed(hit, src, sink))
     try:
         m = isl.Map(edge_relation_str(sdg, e, decl))
+        _remember(key, m)
     except isl.Error as exc:
         sink = sdg.ops[e.sink]
         raise IndexExprError(
@@ -245,6 +297,16 @@ def _outside(lo: object, hi: object, ub: object) -> str:
 
 def read_outside(sdg: SDG, e: Edge, decl: str, context: isl.Set) -> isl.Set:
     """Sink points (under the edge condition) whose read falls outside the source domain."""
+    key = shape_key("outside", sdg, e, decl) + (str(context),)
+    hit = _SHAPES.get(key)
+    if isinstance(hit, isl.Set):
+        return hit.set_tuple_name(stmt_name(e.sink))
+    out = _read_outside(sdg, e, decl, context)
+    _remember(key, out)
+    return out
+
+
+def _read_outside(sdg: SDG, e: Edge, decl: str, context: isl.Set) -> isl.Set:
     sink, src = sdg.ops[e.sink], sdg.ops[e.src.op_id]
     cons = _domain_constraints(sink.domain)
     if e.cond is not None:

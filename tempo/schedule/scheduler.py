@@ -13,17 +13,18 @@ from tempo.core.index_expr import Symbol
 from tempo.core.sdg import SDG, TensorId
 from tempo.schedule.ast_convert import ast_to_tree
 from tempo.schedule.cycles import same_point_cycle
-from tempo.schedule.isl_program import (
-    IslProgram,
-    build_program,
-)
+from tempo.schedule.isl_program import IslProgram, analyse, build_program
+from tempo.schedule.loop_tree import LoopTreeBuilder, Unorderable
+from tempo.schedule.placement import EdgeSigns, NotVerified, place
 from tempo.schedule.tree import Exec, Free, Node, Seq
+
+FORCE_ISL = False
 
 
 @dataclass
 class Schedule:
     tree: Node
-    program: IslProgram
+    program: IslProgram | None
     timings_ms: dict[str, float] = field(default_factory=dict)
 
 
@@ -37,13 +38,32 @@ def compute_schedule(
     t0 = time.perf_counter()
     prologue = static_prologue(sdg)
     rest = sdg.copy()
-    for op_id in prologue:
+    for op_id in prologue + unused_placeholders(sdg):
         rest.remove_op(op_id)
     in_prologue = set(prologue)
     epilogue = [Free(tid, ()) for tid in stored if tid.op_id in in_prologue]
-    stored = [tid for tid in stored if tid.op_id not in in_prologue]
-    prog = build_program(rest, bounds, stored)
+    stored = [tid for tid in stored if tid.op_id in rest.ops]
+    an = analyse(rest, bounds)
     t1 = time.perf_counter()
+    try:
+        if FORCE_ISL:
+            raise Unorderable([])
+        signs = EdgeSigns(rest, an)
+        builder = LoopTreeBuilder(rest, rest.ops, [v.name for v in rest.universe.variables],
+                                  signs)
+        tree = builder.build()
+        t2 = time.perf_counter()
+        out: Node = place(rest, an, tree, stored, builder.signs)
+        t3 = time.perf_counter()
+        if prologue:
+            out = Seq([Exec(op_id, ()) for op_id in prologue] + [out] + epilogue)
+        t4 = time.perf_counter()
+        timings = {"isl_analyse": (t1 - t0) * 1e3, "loop_tree": (t2 - t1) * 1e3,
+                   "isl_place": (t3 - t2) * 1e3}
+        return Schedule(out, None, timings)
+    except (Unorderable, NotVerified):
+        pass
+    prog = build_program(rest, bounds, stored, an)
     t2 = time.perf_counter()
     validity = prog.deps.union(prog.free_deps)
     proximity = validity
@@ -67,12 +87,21 @@ def compute_schedule(
         tree = Seq([Exec(op_id, ()) for op_id in prologue] + [tree] + epilogue)
     t4 = time.perf_counter()
     timings = {
-        "isl_build": (t1 - t0) * 1e3,
-        "check_reads": (t2 - t1) * 1e3,
+        "isl_analyse": (t1 - t0) * 1e3,
+        "isl_build": (t2 - t1) * 1e3,
         "isl_schedule": (t3 - t2) * 1e3,
         "isl_ast": (t4 - t3) * 1e3,
     }
     return Schedule(tree, prog, timings)
+
+
+def unused_placeholders(sdg: SDG) -> list[int]:
+    """Placeholders without a definition that nothing reads (a definition the user got
+    wrong was refused): there is nothing to compute and nobody to tell."""
+    return [op.op_id for op in sdg.ops.values()
+            if isinstance(op, ops.MergeOp) and not sdg.in_edges[op.op_id]
+            and not sdg.out_edges.get(op.op_id)
+            and not any(TensorId(op.op_id, k) in sdg.keep for k in range(op.num_outputs))]
 
 
 def static_prologue(sdg: SDG) -> list[int]:

@@ -124,8 +124,6 @@ def test_state_dict_loader(tmp_path: Any) -> None:
         close(run.get(wd, k), sd[f"layers.{k}.w"])
 
 
-@pytest.mark.skip(reason="isl compute_schedule does not finish (minutes) on the GRU/LSTM "
-                  "BPTT program over t; scheduler issue reported with issue 4")
 @pytest.mark.parametrize("kind", ["gru", "lstm"])
 def test_cells_backprop_through_time(kind: str) -> None:
     """A cell unrolled over 6 steps of `t`; gradients of sum_t |h_t|^2 w.r.t. the weights

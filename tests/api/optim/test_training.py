@@ -236,7 +236,5 @@ def test_rnn_bptt_training_tracks_torch_optim(name: str) -> None:
     _run_rnn(name, "tanh")
 
 
-@pytest.mark.skip(reason="isl scheduling of the GRU (i, t) training program (104 grouped "
-                  "statements) does not finish in minutes; see the issue-4 report")
 def test_gru_bptt_training_tracks_torch_optim() -> None:
     _run_rnn("adam", "gru")

@@ -1,0 +1,332 @@
+"""The loop nest of a program, read off its dependence structure (Allen–Kennedy style).
+
+At each nesting level the ops still in scope form a graph of the dependences not carried by
+the enclosing loops; its strongly connected components are ordered topologically and each
+component that still has dimensions gets a loop over one of them, run forwards or
+backwards as its dependences require. Adjacent components looping over the same dimension
+in a compatible direction are fused into one loop (live ranges stay short, one Python loop
+instead of many). The cost is linear in ops and edges per level, so it does not grow with
+how often a structure repeats. isl then checks the result exactly (`placement.verify`); any
+program this cannot order goes to isl's own scheduler instead.
+"""
+
+from __future__ import annotations
+
+import bisect
+import heapq
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from tempo.core.index_expr import Slice, Symbol
+from tempo.core.sdg import SDG, Edge
+
+Signs = frozenset[str]  # possible signs of (sink - source) along one dimension: "-", "0", "+"
+ALL: Signs = frozenset("-0+")
+FORWARD, BACKWARD = 1, -1
+
+
+class Unorderable(Exception):
+    """The structural scheduler cannot order these ops (a real same-point cycle, or a
+    dependence pattern that needs a skewed or interchanged schedule)."""
+
+    def __init__(self, ops: list[int]) -> None:
+        super().__init__(f"cannot order ops {ops}")
+        self.ops = ops
+
+
+@dataclass
+class Leaf:
+    op_id: int
+
+
+@dataclass
+class LoopNode:
+    var: str
+    direction: int
+    body: list[Leaf | LoopNode] = field(default_factory=list)
+
+
+TreeNode = Leaf | LoopNode
+
+
+def signs_of_interval(lo: float, hi: float) -> Signs:
+    out = set()
+    if lo < 0:
+        out.add("-")
+    if lo <= 0 <= hi:
+        out.add("0")
+    if hi > 0:
+        out.add("+")
+    return frozenset(out)
+
+
+def syntactic_signs(v: Symbol, member: object) -> Signs | None:
+    """Signs of (sink - source) along `v` for a read member, when its shape makes them
+    obvious (`v`, `v - c`, slices with such ends); None means ask isl."""
+    if isinstance(member, Symbol) and member.name == v.name:
+        return frozenset("0")
+    if isinstance(member, Slice):
+        lo, hi = _const(v - member.stop + 1), _const(v - member.start)
+        if lo is None and hi is None:
+            return None
+        return signs_of_interval(-float("inf") if lo is None else lo,
+                                 float("inf") if hi is None else hi)
+    c = _const(v - member)  # type: ignore[operator]
+    return None if c is None else signs_of_interval(c, c)
+
+
+def _const(e: object) -> int | None:
+    val = e.try_eval() if hasattr(e, "try_eval") else None
+    return val if isinstance(val, int) and not isinstance(val, bool) else None
+
+
+def allowed_directions(signs: Signs) -> set[int]:
+    """Directions a loop over the dimension may run so that the source comes first."""
+    out = set()
+    if "-" not in signs:
+        out.add(FORWARD)
+    if "+" not in signs:
+        out.add(BACKWARD)
+    return out
+
+
+@dataclass
+class _Comp:
+    ops: list[int]
+    var: str | None  # None: a leaf (no dimension left)
+    dirs: set[int]
+
+
+class LoopTreeBuilder:
+    """Builds the loop tree; `signs(edge, var)` gives the exact signs of an edge's distance
+    along a dimension both of its ends have (the caller answers from syntax or isl)."""
+
+    def __init__(self, sdg: SDG, op_ids: Iterable[int], order: list[str],
+                 signs: Callable[[Edge, str], Signs]) -> None:
+        self.sdg = sdg
+        self.ops = set(op_ids)
+        self.order = order  # universe variable names, outermost first
+        self.vars = {i: [v.name for v in sdg.ops[i].domain.variables] for i in self.ops}
+        self._signs = signs
+        self._cache: dict[tuple[int, str], Signs] = {}
+
+    def signs(self, e: Edge, var: str) -> Signs:
+        key = (id(e), var)
+        if key not in self._cache:
+            self._cache[key] = self._signs(e, var)
+        return self._cache[key]
+
+    def build(self) -> list[TreeNode]:
+        return self._level(sorted(self.ops), [])
+
+    # ------------------------------------------------------------------ one level
+    def _edges(self, scope: set[int], outer: list[str]) -> list[Edge]:
+        """Edges inside `scope` that may still have distance 0 along every outer loop."""
+        out = []
+        for sink in scope:
+            for e in self.sdg.in_edges[sink]:
+                if e.src.op_id in scope and all("0" in self.signs(e, v) for v in outer):
+                    out.append(e)
+        return out
+
+    def _level(self, op_ids: list[int], outer: list[str]) -> list[TreeNode]:
+        scope = set(op_ids)
+        edges = self._edges(scope, outer)
+        comps = self._components(op_ids, edges, outer)
+        comp_of = {o: k for k, c in enumerate(comps) for o in c.ops}
+        preds: dict[int, set[int]] = {k: set() for k in range(len(comps))}
+        into: dict[int, list[Edge]] = {k: [] for k in range(len(comps))}
+        for e in edges:
+            a, b = comp_of[e.src.op_id], comp_of[e.sink]
+            if a != b:
+                preds[b].add(a)
+                into[b].append(e)
+        succs: dict[int, set[int]] = {k: set() for k in preds}
+        for b, ps in preds.items():
+            for a in ps:
+                succs[a].add(b)
+        indeg = {k: len(ps) for k, ps in preds.items()}
+        first = {k: c.ops[0] for k, c in enumerate(comps)}
+        leaves: list[tuple[int, int]] = []  # heap of ready leaf components by first op
+        loops: list[int] = []  # ready loop components, by first op
+        out: list[TreeNode] = []
+        group: set[int] = set()  # components fused into the open loop
+        group_ops: set[int] = set()
+        group_var: str | None = None
+        group_dirs: set[int] = set()
+        blocked: list[int] = []  # ready leaves that read the open loop
+
+        def make_ready(k: int) -> None:
+            if comps[k].var is None:
+                heapq.heappush(leaves, (first[k], k))
+            else:
+                bisect.insort(loops, k, key=lambda j: first[j])
+
+        def emit(k: int) -> None:
+            for s in succs[k]:
+                indeg[s] -= 1
+                if indeg[s] == 0:
+                    make_ready(s)
+
+        def close() -> None:
+            nonlocal group, group_ops, group_var, group_dirs
+            d = FORWARD if FORWARD in group_dirs else BACKWARD
+            body = self._level(sorted(group_ops), [*outer, group_var])  # type: ignore[list-item]
+            out.append(LoopNode(group_var, d, body))  # type: ignore[arg-type]
+            group, group_ops, group_var, group_dirs = set(), set(), None, set()
+            for k in blocked:
+                heapq.heappush(leaves, (first[k], k))
+            blocked.clear()
+
+        for k in sorted(indeg, key=lambda j: first[j]):
+            if indeg[k] == 0:
+                make_ready(k)
+        while leaves or loops or group:
+            if not group:
+                if leaves:
+                    k = heapq.heappop(leaves)[1]
+                    out.append(Leaf(comps[k].ops[0]))
+                else:
+                    k = loops.pop(0)
+                    group, group_ops = {k}, set(comps[k].ops)
+                    group_var, group_dirs = comps[k].var, set(comps[k].dirs)
+                emit(k)
+                continue
+            pick = self._compatible(loops, comps, into, group_ops, group_var, group_dirs)
+            if pick is not None:
+                k, group_dirs = pick
+                loops.remove(k)
+                group.add(k)
+                group_ops.update(comps[k].ops)
+                emit(k)
+                continue
+            # Anything ready that does not read the open loop can run before it: hoisting
+            # it keeps the loop open for the components it unblocks.
+            hoisted = None
+            while leaves:
+                k = heapq.heappop(leaves)[1]
+                if preds[k] & group:
+                    blocked.append(k)
+                else:
+                    hoisted = k
+                    break
+            if hoisted is None:
+                hoisted = next((k for k in loops if not preds[k] & group), None)
+                if hoisted is not None:
+                    loops.remove(hoisted)
+            if hoisted is not None:
+                out.append(self._standalone(comps[hoisted], outer))
+                emit(hoisted)
+                continue
+            close()
+        if any(indeg.values()):
+            raise Unorderable(sorted(o for k, n in indeg.items() if n for o in comps[k].ops))
+        return out
+
+    def _compatible(self, loops: list[int], comps: list[_Comp], into: dict[int, list[Edge]],
+                    group_ops: set[int], var: str | None,
+                    dirs: set[int]) -> tuple[int, set[int]] | None:
+        """The first ready component that can join the open loop, and the directions the
+        loop may then still run in."""
+        for k in loops:
+            c = comps[k]
+            if c.var != var:
+                continue
+            ok = dirs & c.dirs
+            for e in into[k]:
+                if e.src.op_id in group_ops:
+                    ok &= allowed_directions(self.signs(e, var))  # type: ignore[arg-type]
+            if ok:
+                return k, ok
+        return None
+
+    def _standalone(self, c: _Comp, outer: list[str]) -> TreeNode:
+        if c.var is None:
+            return Leaf(c.ops[0])
+        d = FORWARD if FORWARD in c.dirs else BACKWARD
+        return LoopNode(c.var, d, self._level(c.ops, [*outer, c.var]))
+
+    def _components(self, op_ids: list[int], edges: list[Edge],
+                    outer: list[str]) -> list[_Comp]:
+        succ: dict[int, list[int]] = {o: [] for o in op_ids}
+        self_loop: set[int] = set()
+        for e in edges:
+            if e.src.op_id == e.sink:
+                self_loop.add(e.sink)
+            else:
+                succ[e.src.op_id].append(e.sink)
+        comps = []
+        for scc in strongly_connected(op_ids, succ):
+            members = sorted(scc)
+            cyclic = len(members) > 1 or members[0] in self_loop
+            free = [v for v in self.order
+                    if v not in outer and all(v in self.vars[o] for o in members)]
+            if not cyclic and len(self.vars[members[0]]) == len(outer):
+                comps.append(_Comp(members, None, set()))
+                continue
+            if not free:
+                raise Unorderable(members)
+            if not cyclic:
+                comps.append(_Comp(members, free[0], {FORWARD, BACKWARD}))
+                continue
+            inside = set(members)
+            chosen = None
+            for v in free:
+                dirs = {FORWARD, BACKWARD}
+                for o in members:
+                    for e in self.sdg.in_edges[o]:
+                        if e.src.op_id in inside and all("0" in self.signs(e, w) for w in outer):
+                            dirs &= allowed_directions(self.signs(e, v))
+                if dirs:
+                    chosen = _Comp(members, v, dirs)
+                    break
+            if chosen is None:
+                raise Unorderable(members)
+            comps.append(chosen)
+        return comps
+
+
+def strongly_connected(nodes: list[int], succ: dict[int, list[int]]) -> list[list[int]]:
+    """Tarjan's algorithm without recursion (programs have thousands of ops)."""
+    index: dict[int, int] = {}
+    low: dict[int, int] = {}
+    on: set[int] = set()
+    stack: list[int] = []
+    out: list[list[int]] = []
+    for root in nodes:
+        if root in index:
+            continue
+        work = [(root, 0)]
+        while work:
+            v, i = work.pop()
+            if i == 0:
+                index[v] = low[v] = len(index)
+                stack.append(v)
+                on.add(v)
+            recurse = False
+            children = succ[v]
+            while i < len(children):
+                w = children[i]
+                i += 1
+                if w not in index:
+                    work.append((v, i))
+                    work.append((w, 0))
+                    recurse = True
+                    break
+                if w in on:
+                    low[v] = min(low[v], index[w])
+            if recurse:
+                continue
+            if low[v] == index[v]:
+                comp = []
+                while True:
+                    w = stack.pop()
+                    on.discard(w)
+                    comp.append(w)
+                    if w == v:
+                        break
+                out.append(comp)
+            if work:
+                u = work[-1][0]
+                low[u] = min(low[u], low[v])
+    return out

@@ -1,0 +1,155 @@
+"""From a loop tree to isl: each op's schedule as an affine time vector, an exact check
+that every dependence goes forward in time, frees placed at the last use of each point
+(isl's lexmax over the readers' times), and isl's AST of the whole.
+
+isl does the exact work here (relations, lexmax, code generation); it is not asked to
+search for an order, which is what grew super-linearly with program size."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import islpy as isl
+
+from tempo.core.sdg import SDG, Edge, TensorId
+from tempo.schedule.isl_program import (
+    SRC_SUFFIX,
+    Analysis,
+    stmt_name,
+)
+from tempo.schedule.loop_ast import Lowering
+from tempo.schedule.loop_tree import (
+    Leaf,
+    LoopNode,
+    Signs,
+    TreeNode,
+    signs_of_interval,
+    syntactic_signs,
+)
+from tempo.schedule.tree import Node
+
+
+class NotVerified(Exception):
+    """isl found a dependence the loop tree's order breaks (a scheduler bug guard)."""
+
+
+class EdgeSigns:
+    """Signs of an edge's distance along a dimension: from syntax when obvious, else
+    exactly from the edge's isl relation."""
+
+    def __init__(self, sdg: SDG, an: Analysis) -> None:
+        self.sdg, self.an = sdg, an
+
+    def __call__(self, e: Edge, var: str) -> Signs:
+        src = self.sdg.ops[e.src.op_id]
+        names = [v.name for v in src.domain.variables]
+        k = names.index(var)
+        s = syntactic_signs(src.domain.variables[k], e.expr[k])
+        return s if s is not None else self._exact(e, var)
+
+    def _exact(self, e: Edge, var: str) -> Signs:
+        src, sink = self.sdg.ops[e.src.op_id], self.sdg.ops[e.sink]
+        rel = self.an.edge_maps[id(e)]
+        lhs = ", ".join(v.name + SRC_SUFFIX for v in src.domain.variables)
+        rhs = ", ".join(v.name for v in sink.domain.variables)
+        out = set()
+        for sign, cmp in (("-", "<"), ("0", "="), ("+", ">")):
+            m = isl.UnionMap(f"{self.an.decl} -> {{ {stmt_name(src.op_id)}[{lhs}] -> "
+                             f"{stmt_name(sink.op_id)}[{rhs}] : {var} {cmp} {var}{SRC_SUFFIX} }}")
+            if not rel.intersect(m).is_empty():
+                out.add(sign)
+        return frozenset(out) if out else signs_of_interval(0, 0)
+
+
+def _depth(nodes: list[TreeNode]) -> int:
+    return max((1 + _depth(n.body) for n in nodes if isinstance(n, LoopNode)), default=0)
+
+
+Terms = list[int | tuple[str, int]]
+
+
+def op_times(tree: list[TreeNode]) -> dict[int, Terms]:
+    """Each op's time vector terms: sequence positions (ints) and loops (var, direction)."""
+    out: dict[int, list[int | tuple[str, int]]] = {}
+
+    def walk(nodes: list[TreeNode], prefix: list[int | tuple[str, int]]) -> None:
+        for k, n in enumerate(nodes):
+            if isinstance(n, Leaf):
+                out[n.op_id] = [*prefix, k]
+            else:
+                walk(n.body, [*prefix, k, (n.var, n.direction)])
+
+    walk(tree, [])
+    return out
+
+
+def _time_text(terms: list[int | tuple[str, int]], width: int) -> str:
+    parts = [str(t) if isinstance(t, int) else (t[0] if t[1] > 0 else f"-{t[0]}")
+             for t in terms]
+    return ", ".join(parts + ["0"] * (width - len(parts)))
+
+
+def place(sdg: SDG, an: Analysis, tree: list[TreeNode], stored: list[TensorId],
+          signs: Callable[[Edge, str], Signs]) -> Node:
+    """Each op's time vector, checked against every dependence; then our schedule tree with
+    loop bounds, guards and frees at last use."""
+    times = op_times(tree)
+    sched_op = TimeMaps(sdg, an, times, 2 * _depth(tree) + 1)
+    _verify(sdg, an, times, sched_op, signs)
+    low = Lowering(sdg, an, tree, times, sched_op)
+    low.place_frees(stored)
+    return low.lower()
+
+
+class TimeMaps(dict[int, isl.UnionMap]):
+    """op → isl map from its executed points to their times, built when first asked for
+    (most ops are ordered and freed without one)."""
+
+    def __init__(self, sdg: SDG, an: Analysis, times: dict[int, Terms], width: int) -> None:
+        super().__init__()
+        self.sdg, self.an, self.times, self.width = sdg, an, times, width
+
+    def __missing__(self, o: int) -> isl.UnionMap:
+        op = self.sdg.ops[o]
+        vars_ = ", ".join(v.name for v in op.domain.variables)
+        m = isl.UnionMap(f"{self.an.decl} -> {{ {stmt_name(o)}[{vars_}] -> "
+                         f"[{_time_text(self.times[o], self.width)}, 0] }}")
+        m = m.intersect_domain(isl.UnionSet.from_set(self.an.executed[stmt_name(o)]))
+        self[o] = m
+        return m
+
+
+def _verify(sdg: SDG, an: Analysis, times: dict[int, Terms],
+            sched_op: TimeMaps, signs: Callable[[Edge, str], Signs]) -> None:
+    """Every dependence pair must run source-first under the computed times. Along the
+    loops both ends share, a distance that is never negative (in the loop's direction)
+    and positive somewhere, or zero everywhere with the source earlier in the body, proves
+    it from the distances' signs; anything else is checked by isl on the exact relation."""
+    later: isl.UnionMap | None = None
+    for sink in times:
+        for e in sdg.in_edges[sink]:
+            if e.src.op_id not in times or _ordered(times[e.src.op_id], times[sink], e, signs):
+                continue
+            pairs = an.edge_maps[id(e)].apply_domain(sched_op[e.src.op_id]).apply_range(
+                sched_op[sink])
+            if pairs.is_empty():
+                continue
+            if later is None:
+                space = isl.Set.from_union_set(pairs.domain()).get_space()
+                later = isl.UnionMap.from_map(isl.Map.lex_lt(space))
+            if not pairs.is_subset(later):
+                raise NotVerified(f"the read of op {e.src.op_id} by op {sink} runs backwards")
+
+
+def _ordered(src: Terms, sink: Terms, e: Edge, signs: Callable[[Edge, str], Signs]) -> bool:
+    for a, b in zip(src, sink):
+        if a != b:
+            return isinstance(a, int) and isinstance(b, int) and a < b
+        if isinstance(a, tuple):
+            s = signs(e, a[0])
+            bad, good = ("-", "+") if a[1] > 0 else ("+", "-")
+            if bad in s:
+                return False
+            if "0" not in s:
+                return good in s
+    return False
