@@ -62,6 +62,15 @@ def _parser() -> argparse.ArgumentParser:
     sp = sub.add_parser("report", help="(re)write plots and REPORT.md from existing results")
     common(sp)
     sp.set_defaults(exps=list(ORDER), systems=None, report_only=True)
+    sp = sub.add_parser("compile", help="compile time of the issue-9 programs (CPU s) and their "
+                        "iteration time; --before also measures isl's own scheduler")
+    common(sp)
+    sp.add_argument("--before", action="store_true",
+                    help="also compile with isl's scheduler (the previous path) and time both "
+                         "schedules' iterations interleaved in one process")
+    sp.add_argument("--isl-cpu-limit", type=float, default=120.0, metavar="S",
+                    help="CPU seconds allowed to each isl compile with --before (default 120)")
+    sp.set_defaults(exps=[], systems=None, compile_only=True)
     sp = sub.add_parser("list", help="list experiments and their systems")
     sp.set_defaults(exps=[], systems=None, list_only=True, quick=False, results=None)
     return p
@@ -122,6 +131,14 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     root, plots = _dirs(args)
     t0, load0 = time.perf_counter(), os.getloadavg()
+    if getattr(args, "compile_only", False):
+        from tempo.bench.compile_bench import run as run_compile
+
+        out = run_compile(root, args.quick, args.before, args.isl_cpu_limit)
+        rep = write_report(root, [resolve(n) for n in ORDER], args.quick)
+        print(f"results: {out}; plot: {plots / 'compile_time.png'}; report: {rep}",
+              file=sys.stderr)
+        return 0
     exps = [resolve(n) for n in args.exps]
     systems = set(args.systems.split(",")) if args.systems else None
     if getattr(args, "report_only", False):

@@ -135,6 +135,9 @@ def write_report(root: Path, exps: list[Experiment], quick: bool) -> Path:
         f"{m['platform']}, Python {m['python']}. Each system ran in its own process with "
         "2 threads. Ratios are Tempo vs each baseline (and baseline vs baseline) in the same run;"
         " a ratio against a MISSING/OOM point is n/a.", ""]
+    from tempo.bench.compile_bench import section as compile_section
+
+    parts.append(compile_section(root))
     for e in exps:
         parts.append(experiment_section(e, root, quick))
     path = root / "REPORT.md"

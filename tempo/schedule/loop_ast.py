@@ -194,6 +194,17 @@ class Lowering:
         return cond, body
 
     def _free_code(self, tids: list[TensorId], pts: isl.Set, ctx: isl.Set) -> Node:
+        """Code freeing the points `pts` (a set parametrised by the loop counters); one
+        point per iteration is an expression per coordinate, several need loops (an isl
+        AST of that small set)."""
+        pts = pts.intersect_params(ctx)
+        point = self._single_point(pts, ctx)
+        if point is not None:
+            guard = pts.params().gist(ctx)
+            frees: Node = Seq([Free(t, point) for t in tids])
+            if guard.plain_is_universe():
+                return frees
+            return If(self._cond(guard, ctx), frees)
         key = (str(pts), str(ctx))
         ast = _FREE_ASTS.get(key)
         if ast is None:
@@ -212,6 +223,17 @@ class Lowering:
             after_group: dict[int, list[TensorId]] = {}
 
         return ast_to_tree(ast, _Stmts())
+
+    def _single_point(self, pts: isl.Set, ctx: isl.Set) -> tuple[str, ...] | None:
+        """Each coordinate as an expression of the counters, if `pts` is one point."""
+        where = ctx.intersect(pts.params())
+        out = []
+        for k in range(pts.dim(isl.dim_type.set)):
+            lo, hi = pts.dim_min(k), pts.dim_max(k)
+            if not lo.is_equal(hi):
+                return None
+            out.append(self._expr(lo, where))
+        return tuple(out)
 
     def _loop(self, n: LoopNode, ctx: isl.Set) -> list[Node]:
         leaves = _leaves(n)

@@ -11,6 +11,7 @@ import islpy as isl
 from tempo.core import ops
 from tempo.core.index_expr import Symbol
 from tempo.core.sdg import SDG, TensorId
+from tempo.schedule import isl_worker
 from tempo.schedule.ast_convert import ast_to_tree
 from tempo.schedule.cycles import same_point_cycle
 from tempo.schedule.isl_program import IslProgram, analyse, build_program
@@ -74,8 +75,8 @@ def compute_schedule(
         .set_proximity(proximity)
     )
     try:
-        sched = sc.compute_schedule()
-    except isl.Error as exc:
+        sched = isl_worker.compute_schedule(sc)
+    except isl_worker.IslScheduleError as exc:
         from tempo.schedule.explain import cycle_error
 
         raise cycle_error(rest, same_point_cycle(rest, prog)) from exc

@@ -1,0 +1,66 @@
+"""isl's scheduler in a forked worker, so that Ctrl-C reaches the user at once.
+
+`compute_schedule` is one long C call that holds the interpreter: a SIGINT would only be
+seen when it returns (minutes, on the programs that need the fallback). The worker gets the
+constraints as isl text and sends the schedule back as isl text; the parent waits in
+short `select` slices, so KeyboardInterrupt is raised within a fraction of a second and
+the worker is killed."""
+
+from __future__ import annotations
+
+import os
+import select
+import signal
+
+import islpy as isl
+
+
+class IslScheduleError(Exception):
+    """isl found no schedule (the message is isl's)."""
+
+
+def compute_schedule(sc: isl.ScheduleConstraints) -> isl.Schedule:
+    text = sc.to_str()
+    if not hasattr(os, "fork"):  # no fork (Windows): schedule in-process
+        return _schedule_text(text, sc.get_ctx())
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the worker: schedule, write the result, exit without cleanup
+        os.close(r)
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        try:
+            sched = isl.ScheduleConstraints.read_from_str(isl.DEFAULT_CONTEXT, text)
+            payload = b"OK" + sched.compute_schedule().to_str().encode()
+        except BaseException as exc:  # noqa: BLE001 - reported to the parent
+            payload = b"ER" + str(exc).encode()
+        with os.fdopen(w, "wb") as f:
+            f.write(payload)
+        os._exit(0)
+    os.close(w)
+    chunks: list[bytes] = []
+    try:
+        while True:
+            ready, _, _ = select.select([r], [], [], 0.1)
+            if not ready:
+                continue
+            data = os.read(r, 1 << 20)
+            if not data:
+                break
+            chunks.append(data)
+    except BaseException:
+        os.kill(pid, signal.SIGKILL)
+        raise
+    finally:
+        os.close(r)
+        os.waitpid(pid, 0)
+    payload = b"".join(chunks)
+    if not payload.startswith(b"OK"):
+        raise IslScheduleError(payload[2:].decode(errors="replace") or "isl worker died")
+    return isl.Schedule.read_from_str(sc.get_ctx(), payload[2:].decode())
+
+
+def _schedule_text(text: str, ctx: isl.Context) -> isl.Schedule:
+    try:
+        return isl.ScheduleConstraints.read_from_str(ctx, text).compute_schedule()
+    except isl.Error as exc:
+        raise IslScheduleError(str(exc)) from exc
