@@ -8,7 +8,7 @@ from typing import Any
 
 from tempo.api import indexing
 from tempo.api.autodiff import AutodiffOps
-from tempo.api.autodiff.tape import note_branch
+from tempo.api.autodiff.tape import note_branch, tape_of
 from tempo.api.ops import conv as _conv
 from tempo.api.ops import creation
 from tempo.api.ops import elementwise as _elementwise
@@ -30,7 +30,9 @@ from tempo.api.ops.reduce import ReduceOps
 from tempo.api.ops.udf import UDFOps
 from tempo.api.tensor_base import MaybeRecurrentTensor, RTBase
 from tempo.api.tensor_base import lift as _lift
+from tempo.core import ops
 from tempo.core.dtype import dtypes
+from tempo.core.errors import DefinitionError, user_site
 
 
 class RecurrentTensor(
@@ -55,6 +57,17 @@ class RecurrentTensor(
     @staticmethod
     def lift_all_to_rt(*xs: Any) -> list[RecurrentTensor]:
         return [_lift(x) for x in xs]
+
+    def clear_placeholder_branches(self) -> None:
+        """Remove every branch assigned to this placeholder (API §3.5), so it can be defined
+        afresh (e.g. a target network's polyak update replaces its definition)."""
+        if not isinstance(self.op, ops.MergeOp):
+            raise DefinitionError(f"{self!r} is not a placeholder: it has no branches to clear",
+                                  site=user_site())
+        merge_id = self.tensor_id.op_id
+        self.sdg.set_in_edges(merge_id, [])
+        tape = tape_of(self._ctx_mgr)
+        tape.stopped = {(m, k) for m, k in tape.stopped if m != merge_id}
 
     def copy_with_no_symbolic_index(self) -> RecurrentTensor:
         """The tensor read at its own point (drops the symbolic index)."""
