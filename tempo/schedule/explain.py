@@ -2,9 +2,9 @@
 
 An out-of-range read drops points of its reader, and the drop travels to every op that needs
 them; the op that finally fails is often a sink far from the mistake. `outside_error` walks
-back from the needed points to the read that leaves its source's domain, and names that
-read's own line, the side it leaves by ("past the end T - 1 when t >= T - 5"), a fix that
-applies there."""
+back from the needed points to the read that leaves its source's domain and names that
+read's own line, the end it leaves by ("past the end T - 1 when t >= T - 5") and a fix that
+applies at that end."""
 
 from __future__ import annotations
 
