@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from tempo.api.tensor_base import RTBase, active_ctx, check_symbols, label, lift
+from tempo.api.tensor_base import RTBase, active_ctx, check_symbols, label, lift, same_context
 from tempo.core import index_expr as ie
 from tempo.core import naming, ops
 from tempo.core.errors import (
@@ -183,7 +183,7 @@ def setitem(x: RTBase, key: Any, value: Any) -> None:
                 shifts[v.name] = (v, c)
                 continue
             cond = cond & v.symb_eq(m)
-    val = _lift_value(value, x)
+    val = same_context(_lift_value(value, x), ctx)
     _check_definition(x, val, site)
     if not called_from_tempo(2):
         _check_not_shadowed(x, op, site)

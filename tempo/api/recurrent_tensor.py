@@ -3,12 +3,11 @@ function (`import tempo.api.recurrent_tensor as tpo; tpo.softmax(x)`)."""
 
 from __future__ import annotations
 
-import inspect
 from typing import Any
 
 from tempo.api import indexing
 from tempo.api.autodiff import AutodiffOps
-from tempo.api.autodiff.tape import note_branch
+from tempo.api.autodiff.tape import note_branch, tape_of
 from tempo.api.ops import conv as _conv
 from tempo.api.ops import creation
 from tempo.api.ops import elementwise as _elementwise
@@ -30,7 +29,9 @@ from tempo.api.ops.reduce import ReduceOps
 from tempo.api.ops.udf import UDFOps
 from tempo.api.tensor_base import MaybeRecurrentTensor, RTBase
 from tempo.api.tensor_base import lift as _lift
+from tempo.core import ops
 from tempo.core.dtype import dtypes
+from tempo.core.errors import DefinitionError, user_site
 
 
 class RecurrentTensor(
@@ -55,6 +56,17 @@ class RecurrentTensor(
     @staticmethod
     def lift_all_to_rt(*xs: Any) -> list[RecurrentTensor]:
         return [_lift(x) for x in xs]
+
+    def clear_placeholder_branches(self) -> None:
+        """Remove every branch assigned to this placeholder (API §3.5), so it can be defined
+        afresh (e.g. a target network's polyak update replaces its definition)."""
+        if not isinstance(self.op, ops.MergeOp):
+            raise DefinitionError(f"{self!r} is not a placeholder: it has no branches to clear",
+                                  site=user_site())
+        merge_id = self.tensor_id.op_id
+        self.sdg.set_in_edges(merge_id, [])
+        tape = tape_of(self._ctx_mgr)
+        tape.stopped = {(m, k) for m, k in tape.stopped if m != merge_id}
 
     def copy_with_no_symbolic_index(self) -> RecurrentTensor:
         """The tensor read at its own point (drops the symbolic index)."""
@@ -92,56 +104,12 @@ arange = creation.arange
 from_symbol = creation.from_symbol
 from_expr = creation.from_expr
 
-_METHODS = [
-    # arithmetic / elementwise
-    "add", "sub", "subtract", "mul", "multiply", "div", "divide", "floor_div", "floor_divide",
-    "remainder", "mod", "pow_", "square", "squared", "reciprocal", "neg", "negate", "exp",
-    "exp2", "exp10", "ln", "log", "loge", "log2", "log10", "log_base", "sqrt", "sin", "cos",
-    "tan", "sigmoid", "tanh", "erf", "abs", "floor", "ceil", "ceiling", "round", "trunc",
-    "truncate", "sign", "isnan", "isinf", "cast", "maximum", "minimum", "clip", "clamp",
-    "normalize", "less_than", "less_than_or_equal", "greater_than", "greater_than_or_equal",
-    "equals", "not_equals", "logical_and", "logical_or", "logical_not", "not_",
-    # activations
-    "relu", "swish", "silu", "elu", "leakyrelu", "leaky_relu", "softplus", "mish", "softmax",
-    "cross_entropy", "logsumexp",
-    # reductions
-    "sum", "mean", "std", "var", "prod", "max", "min", "argmax", "argmin", "cumsum", "cumprod",
-    "l_norm", "discounted_sum", "discounted_cum_sum", "sort",
-    # linear algebra
-    "matmul", "dot",
-    # shape
-    "ident", "reshape", "flatten", "unflatten", "permute", "transpose", "unsqueeze", "squeeze",
-    "expand", "repeat", "repeat_interleave", "flip", "split", "chunk", "pad", "pad_dim",
-    "dilate", "is_like",
-    # spatial indexing
-    "slice_dim", "slice_many", "index", "spatial_index", "index_select", "index_many",
-    "spatial_index_many", "index_add", "spatial_index_add", "gather", "scatter_add",
-    "one_hot",
-    # sampling
-    "multinomial", "sample_top_p", "sample_likely",
-    # udfs and autodiff state
-    "sink_udf", "sink_with_ts_udf", "map_udf", "map_with_ts_udf", "detach",
-]
-
-
-def _module_fn(name: str) -> Any:
-    method = getattr(RecurrentTensor, name)
-
-    def fn(x: MaybeRecurrentTensor, *args: Any, **kwargs: Any) -> Any:
-        return method(_lift(x), *args, **kwargs)
-
-    fn.__name__ = name
-    fn.__doc__ = method.__doc__
-    sig = inspect.signature(method)
-    params = list(sig.parameters.values())
-    if params and params[0].name == "self":  # the tensor is the first argument: `x`
-        params[0] = params[0].replace(name="x")
-    fn.__signature__ = sig.replace(parameters=params)  # type: ignore[attr-defined]
-    return fn
-
-
-for _name in _METHODS:
-    globals()[_name] = _module_fn(_name)
+# Every op as a module function (`tpo.softmax(x)`), written out in functions_*.py. Imported
+# last: they shadow builtins (sum, max, abs, ...) only from here on.
+from tempo.api import functions_math as _math  # noqa: E402
+from tempo.api import functions_shape as _shape  # noqa: E402
+from tempo.api.functions_math import *  # noqa: E402, F403
+from tempo.api.functions_shape import *  # noqa: E402, F403
 
 cat = RecurrentTensor.cat
 stack = RecurrentTensor.stack
@@ -190,4 +158,5 @@ _FUNCTIONS = [
     "lift_all_to_rt", "sink_many_udf", "sink_many_with_ts_udf", "barrier",
 ]
 
-__all__ = ["RecurrentTensor", "MaybeRecurrentTensor", "dtypes", "lift", *_METHODS, *_FUNCTIONS]
+__all__ = ["RecurrentTensor", "MaybeRecurrentTensor", "dtypes", "lift", *_math.__all__,
+           *_shape.__all__, *_FUNCTIONS]

@@ -11,7 +11,7 @@ from typing import Any
 from tempo.core.configs import ExecutionConfig
 from tempo.core.domain import Domain, DomainLike
 from tempo.core.dtype import dtypes
-from tempo.core.errors import IndexExprError, TempoError, user_site
+from tempo.core.errors import BoundError, IndexExprError, TempoError, user_site
 from tempo.core.index_expr import BooleanIndexValue, ConstBool, Symbol, lift_to_bool_ie
 from tempo.core.sdg import SDG
 from tempo.core.utils import make_symbols
@@ -165,6 +165,11 @@ class TempoContext:
         cfg = self.execution_config
         if use_active_config and _stack():
             cfg = _stack()[-1].execution_config
+        for k in bounds or {}:
+            if isinstance(k, Symbol) and k.is_bound and not self.knows(k):
+                own = ", ".join(str(v.as_bound()) for v in self.universe.variables) or "none"
+                raise BoundError(f"compile got a value for {k}, which is not a bound of this "
+                                 f"TempoContext (its bounds: {own})", site=user_site())
         exe = compile_sdg(self.sdg, cfg, bounds, user_site())
         exe.recorded = self.sdg  # names tensors the compiler removed, when the user reads one
         return exe

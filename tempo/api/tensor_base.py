@@ -184,7 +184,7 @@ def record(
     """Add one op reading `inputs` (at their index expressions); return its outputs."""
     ctx = active_ctx()
     sdg = ctx.sdg
-    xs = promote(op_cls, [lift(x) for x in inputs], params)
+    xs = promote(op_cls, [same_context(lift(x), ctx) for x in inputs], params)
     dom = union_domains([x.domain for x in xs] + ([domain] if domain is not None else []))
     site = user_site()
     op = op_cls(op_id=sdg.new_id(), domain=dom, site=site, tags=ctx.current_tags, **params)
@@ -211,6 +211,16 @@ def promote(op_cls: type[ops.Op], xs: list[RecurrentTensor],
     dtype promotion happens, so every backend's kernels see the same dtypes."""
     want = op_cls.input_dtypes([x.dtype for x in xs], **params)
     return [x if x.dtype == dt else record1(ops.CastOp, [x], dtype=dt) for x, dt in zip(xs, want)]
+
+
+def same_context(x: RecurrentTensor, ctx: TempoContext) -> RecurrentTensor:
+    """A tensor recorded in one TempoContext cannot be read in another: its id means another
+    op there, which would compute the wrong thing."""
+    if x._ctx_mgr is not ctx:
+        raise TempoError(f"{label(x)} belongs to another TempoContext than the one recording "
+                         "this op: build every tensor of a program inside its own context",
+                         site=user_site())
+    return x
 
 
 def label(x: RTBase) -> str:

@@ -110,11 +110,11 @@ def bar_plot(exp: Experiment, records: list[Record], path: Path, metric: str, yl
     w = 0.8 / len(systems)
     for i, s in enumerate(systems):
         for j, vals in enumerate(rows.values()):
-            v = vals.get(s)
+            cell = vals.get(s)
             xpos = j + i * w
-            if isinstance(v, float):
-                ax.bar(xpos, v, w, color=f"C{i}", label=s if j == 0 else None)
-            elif v == "OOM":
+            if isinstance(cell, float):
+                ax.bar(xpos, cell, w, color=f"C{i}", label=s if j == 0 else None)
+            elif cell == "OOM":
                 ax.text(xpos, 0.02, "OOM", color="red", rotation=90, fontsize=7,
                         transform=ax.get_xaxis_transform())
     ax.set_xticks([j + 0.4 - w / 2 for j in range(len(rows))], list(rows), rotation=30,

@@ -141,9 +141,9 @@ class dtypes:  # noqa: N801 - public name fixed by the API
             if len(val) == 0:
                 return dtypes.default_float
             return dtypes.upcast(*(dtypes.implied(v) for v in val))
-        dt = getattr(val, "dtype", None)
-        if dt is not None:  # numpy/torch/jax arrays and numpy scalars
-            return dtypes.from_(dt)
+        arr_dt = getattr(val, "dtype", None)
+        if arr_dt is not None:  # numpy/torch/jax arrays and numpy scalars
+            return dtypes.from_(arr_dt)
         kind = type(val).__name__
         if hasattr(val, "vars_used") and hasattr(val, "evaluate"):  # index expressions
             return dtypes.bool_ if "Bool" in kind or _is_bool_expr(val) else dtypes.default_int

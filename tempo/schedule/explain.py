@@ -2,9 +2,9 @@
 
 An out-of-range read drops points of its reader, and the drop travels to every op that needs
 them; the op that finally fails is often a sink far from the mistake. `outside_error` walks
-back from the needed points to the read that leaves its source's domain, and names that
-read's own line, the side it leaves by ("past the end T - 1 when t >= T - 5"), a fix that
-applies there."""
+back from the needed points to the read that leaves its source's domain and names that
+read's own line, the end it leaves by ("past the end T - 1 when t >= T - 5") and a fix that
+applies at that end."""
 
 from __future__ import annotations
 
@@ -212,11 +212,12 @@ def render_set(s: isl.Set) -> str:
     for bs in pieces:
         terms = []
         for c in bs.get_constraints():
-            coefs = {k: int(v.to_python()) for k, v in c.get_coefficients_by_name().items()
-                     if int(v.to_python()) != 0}
-            const = int(coefs.pop(1, 0)) if 1 in coefs else 0
-            if any(not isinstance(k, str) for k in coefs):
-                return ""
+            raw = {k: int(v.to_python()) for k, v in c.get_coefficients_by_name().items()
+                   if int(v.to_python()) != 0}
+            const = raw.pop(1, 0)  # islpy keys the constant term by 1
+            if any(not isinstance(k, str) for k in raw):
+                return ""  # a div or an unnamed dim: too complex to read
+            coefs = {str(k): v for k, v in raw.items()}
             terms.append(_constraint_word(coefs, const, c.is_equality(), bs))
         if any(t == "" for t in terms):
             return ""

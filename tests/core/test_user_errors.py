@@ -217,7 +217,24 @@ def dim_name_that_is_a_reserved_word(cfg: ExecutionConfig) -> None:
     TempoContext(cfg, num_dims=1, dim_names=("max",))  # MISTAKE
 
 
+def tensor_of_another_context(cfg: ExecutionConfig) -> None:
+    first, t, T = ctx1(cfg)
+    with first:
+        x = RT.from_symbol(t) * 2  # MISTAKE
+    second, t2, T2 = ctx1(cfg)
+    with second:
+        sink(x + RT.ones(()))
+
+
 # ---------------------------------------------------------------- compile
+def bound_of_another_context(cfg: ExecutionConfig) -> None:
+    ctx, t, T = ctx1(cfg)
+    other, _, B, _, _ = ctx2(cfg)
+    with ctx:
+        sink(RT.from_symbol(t))
+    ctx.compile({T: 3, B: 2})  # MISTAKE
+
+
 def missing_bound(cfg: ExecutionConfig) -> None:
     ctx, b, B, t, T = ctx2(cfg)
     with ctx:
@@ -394,6 +411,8 @@ CASES: list[tuple[Callable[[ExecutionConfig], None], type[Exception], tuple[str,
     (symbolic_slice_with_a_step, errors.IndexExprError, ("step",)),
     (dim_names_that_disagree_with_num_dims, errors.IndexExprError, ("dim_names",)),
     (dim_name_that_is_a_reserved_word, errors.IndexExprError, ("max",)),
+    (tensor_of_another_context, errors.TempoError, ("another TempoContext",)),
+    (bound_of_another_context, errors.BoundError, ("not a bound",)),
     (missing_bound, errors.BoundError, ("B",)),
     (bound_that_is_not_positive, errors.BoundError, ("T",)),
     (bound_keyed_by_the_variable, errors.BoundError, ("bound",)),

@@ -153,7 +153,7 @@ def from_expr(e: ie.IndexExpr) -> RecurrentTensor:
         return RT.stack([from_expr(m) for m in e])
     if isinstance(e, ie.Slice):
         return arange(e.stop, 0) + from_expr(e.start) if not isinstance(e.start, ie.ConstInt) \
-            else arange(e.stop, e.start.const)
+            else arange(e.stop, int(e.start.const))
     binary: dict[type, Callable[[Any, Any], Any]] = {
         ie.Add: lambda a, b: a + b, ie.Sub: lambda a, b: a - b, ie.Mul: lambda a, b: a * b,
         ie.FloorDivision: lambda a, b: a // b, ie.Modulos: lambda a, b: a % b,

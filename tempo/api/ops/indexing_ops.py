@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from tempo.api.tensor_base import lift, record1
+from tempo.api.tensor_base import active_ctx, lift, record1
 from tempo.core import index_expr as ie
 from tempo.core import ops
 from tempo.core.errors import ShapeError, user_site
@@ -72,7 +72,37 @@ def index_add(x: Any, dim: int, index: Any, src: Any, alpha: float = 1.0) -> Rec
     x, src, idx = lift(x), lift(src), _idx(index)
     if idx.ndim == 0 and src.ndim == x.ndim and x.ndim > 0:
         idx = idx.reshape((1,))  # type: ignore[attr-defined]
-    return record1(ops.IndexAddOp, [x, idx, src], dim=_norm(dim, x.ndim), alpha=alpha)
+    d = _norm(dim, x.ndim)
+    if not active_ctx().execution_config.enable_index_ops:
+        return _index_add_by_scatter(x, d, idx, src, alpha)
+    return record1(ops.IndexAddOp, [x, idx, src], dim=d, alpha=alpha)
+
+
+def _spread(idx: Any, like: Any, d: int) -> Any:
+    """A 1-d index along dim `d`, broadcast to the shape of `like` (gather/scatter form)."""
+    shape = [1] * like.ndim
+    shape[d] = -1
+    return idx.reshape(tuple(shape)).expand(tuple(like.shape))
+
+
+def index_select_by_gather(x: Any, d: int, idx: Any) -> RecurrentTensor:
+    """`x.index_select(d, idx)` as a gather (`enable_index_ops=False`, API.md §4.2)."""
+    one = idx.ndim == 0
+    i = idx.reshape((1,)) if one else idx
+    shape = list(x.shape)
+    shape[d] = i.shape[0]
+    like = x.slice_dim(d, 0, 1).expand(tuple(shape))
+    out = gather(x, d, _spread(i, like, d))
+    return out.squeeze(d) if one else out  # type: ignore[attr-defined, no-any-return]
+
+
+def _index_add_by_scatter(x: Any, d: int, idx: Any, src: Any, alpha: float) -> RecurrentTensor:
+    """`x.index_add(d, idx, src, alpha)` as a scatter_add (`enable_index_ops=False`)."""
+    if idx.ndim == 0:
+        idx, src = idx.reshape((1,)), src.unsqueeze(d)
+    if alpha != 1:
+        src = (src * alpha).cast(x.dtype)
+    return scatter_add(x, d, _spread(idx, src, d), src)
 
 
 def one_hot(class_int: Any, num_classes: int) -> RecurrentTensor:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from tempo.api.tensor_base import RTBase, lift, record1
+from tempo.api.tensor_base import RTBase, active_ctx, lift, record1
 from tempo.core import index_expr as ie
 from tempo.core import ops
 from tempo.core.errors import ShapeError, user_site
@@ -114,7 +114,8 @@ class MovementOps:
         return self.reshape(tuple(d for i, d in enumerate(shp) if i not in drop))
 
     def expand(self, shape: ShapeLike) -> RecurrentTensor:
-        want = list(Shape.from_(shape))
+        """Broadcast to `shape`, prepending 1-dims as needed; -1 keeps a dim's size."""
+        want = [shape] if isinstance(shape, int) else list(shape or ())  # -1 is no Shape dim
         have = list(self.shape)  # type: ignore[attr-defined]
         have = [1] * (len(want) - len(have)) + have
         dims = [h if isinstance(w, int) and w == -1 else w for w, h in zip(want, have)]
@@ -150,6 +151,10 @@ class MovementOps:
         from tempo.api.ops.creation import from_expr
 
         idx = from_expr(index) if isinstance(index, ie.IntIndexValue) else lift(index)
+        if not active_ctx().execution_config.enable_index_ops:
+            from tempo.api.ops.indexing_ops import index_select_by_gather
+
+            return index_select_by_gather(self, d, idx)
         return record1(ops.IndexSelectOp, [self, idx], dim=d)
 
     spatial_index = index

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from tempo.api.tensor_base import RTBase, record, record1
+from tempo.api.tensor_base import RTBase, lift, record, record1
 from tempo.core import ops
 from tempo.core.dtype import dtypes
 from tempo.core.errors import ShapeError, user_site
@@ -145,8 +145,9 @@ class ReduceOps:
 
     def softmax(self, dim: int = -1, stable: bool = True) -> RecurrentTensor:
         """exp(x - max) / sum, computed in at least float32 and cast back."""
-        orig = self.dtype  # type: ignore[attr-defined]
-        x = self if dtypes.is_float(orig) and orig.repr_bytes >= 4 else self.cast(dtypes.float32)  # type: ignore[attr-defined]
+        x = lift(self)
+        orig = x.dtype
+        x = x if dtypes.is_float(orig) and orig.repr_bytes >= 4 else x.cast(dtypes.float32)
         d = _dims(dim, x.ndim)[0]
         if stable:
             x = x - x.max(d, keepdim=True)[0].detach()
@@ -157,7 +158,7 @@ class ReduceOps:
     def logsumexp(self, sum_dims: int | Sequence[int] | None = None,
                   keepdim: bool = False) -> RecurrentTensor:
         ds = _dims(sum_dims, self.ndim)  # type: ignore[attr-defined]
-        m = self
+        m = lift(self)
         for d in ds:
             m = m.max(d, keepdim=True)[0]
         m = m.detach()
@@ -237,16 +238,17 @@ class ReduceOps:
         the slice's variable, so the result is per point of that variable."""
         from tempo.api.ops.creation import arange
 
-        d = _dims(dim, self.ndim)[0]  # type: ignore[attr-defined]
-        n = self.shape[d]  # type: ignore[attr-defined]
-        x = self if d == self.ndim - 1 else self.transpose(d, -1)  # type: ignore[attr-defined]
+        src = lift(self)
+        d = _dims(dim, src.ndim)[0]
+        n = src.shape[d]
+        x = src if d == src.ndim - 1 else src.transpose(d, -1)
         ks = arange(n).cast(dtypes.least_upper_float(x.dtype))
         diff = ks.unsqueeze(0) - ks.unsqueeze(1)  # [k, j] = j - k
         ftype = x.dtype if dtypes.is_float(x.dtype) else dtypes.least_upper_float(x.dtype)
         w = (diff >= 0).where(ftype_const(gamma, ftype) ** diff.cast(ftype), 0.0)
         out = (x.unsqueeze(-2) * w).sum(-1)
-        out = out if d == self.ndim - 1 else out.transpose(d, -1)  # type: ignore[attr-defined]
-        var = _slice_var(self, d) if keep_symbolic_dim else None
+        out = out if d == src.ndim - 1 else out.transpose(d, -1)
+        var = _slice_var(src, d) if keep_symbolic_dim else None
         return out.index(d, var) if var is not None else out
 
     def sort(self, dim: int = -1, descending: bool = False, stable: bool = False) -> Any:

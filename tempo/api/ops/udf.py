@@ -31,7 +31,7 @@ def sink_many_with_ts_udf(xs: Sequence[Any], fun: Callable[[tuple, dict], None])
     record(ops.SinkUDFOp, list(xs), fn=lambda *a: fun(a[:-1], a[-1]), with_ts=True)
 
 
-def map_udf(x: Any, fun: Callable[[Any], Any], shape: ShapeLike | None = None,
+def map_udf(x: Any, fun: Callable[..., Any], shape: ShapeLike | None = None,
             dtype: DataTypeLike | None = None, with_ts: bool = False) -> RecurrentTensor:
     """A user function from one tensor to one; shape and dtype default to the input's."""
     x = lift(x)

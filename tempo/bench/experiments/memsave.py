@@ -69,7 +69,7 @@ def report_lines(records: list[Any]) -> list[str]:
     diff = max((r["max_grad_diff"] for r in converted), default=0.0)
     out.append(f"| gradients match the unconverted model (max abs diff <= {GRAD_TOL:g}) | "
                f"{'held' if diff <= GRAD_TOL else 'did not hold'} — {diff:.1e} |")
-    batch = [r.get("max_batch_ratio") for r in converted if r.get("max_batch_ratio")]
+    batch = [float(r["max_batch_ratio"]) for r in converted if r.get("max_batch_ratio")]
     verdict = (("held" if max(batch) > 1 else "did not hold") + f" — up to "
                f"{agreeing(max(batch), (1.0,))}x" if batch
                else "not tested (--quick skips the max-batch search)")

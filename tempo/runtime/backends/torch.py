@@ -291,10 +291,10 @@ def _index_add(op: ops.IndexAddOp) -> Kernel:
 def _conv(op: ops.ConvOp) -> Kernel:
     n = op.n_dims
     if op.transposed:
-        fn = {1: F.conv_transpose1d, 2: F.conv_transpose2d, 3: F.conv_transpose3d}[n]
+        tfn = {1: F.conv_transpose1d, 2: F.conv_transpose2d, 3: F.conv_transpose3d}[n]
         out_pad = op.output_padding or (0,) * n
-        return lambda x, w: fn(x, w, stride=op.stride, padding=op.padding,
-                               output_padding=out_pad, groups=op.groups, dilation=op.dilation)
+        return lambda x, w: tfn(x, w, stride=op.stride, padding=op.padding,
+                                output_padding=out_pad, groups=op.groups, dilation=op.dilation)
     fn = {1: F.conv1d, 2: F.conv2d, 3: F.conv3d}[n]
     return lambda x, w: fn(x, w, stride=op.stride, padding=op.padding,
                            dilation=op.dilation, groups=op.groups)

@@ -206,3 +206,41 @@ def test_index_add_bad_source_shape_is_shape_error() -> None:
     x, src = make_input((3, 4), torch.float32), make_input((3, 2), torch.float32)
     with pytest.raises(ShapeError):
         run_static(lambda a, s: a.index_add(1, tpo.const(1, dtype="int64"), s), x, src)
+
+
+def test_expand_minus_one_keeps_the_size() -> None:
+    """API.md §3.8: expand prepends 1-dims as needed and -1 keeps a dim (it raised)."""
+    x = make_input((3, 1), torch.float32)
+    got = run_static(lambda a: [a.expand((2, -1, 4)), a.expand((-1, 5))], x)
+    assert_same(got, [x.expand(2, -1, 4), x.expand(-1, 5)])
+
+
+@pytest.mark.parametrize("flag", ["enable_matmul_ops", "enable_index_ops"])
+def test_optional_primitives_off_give_the_same_results(flag: str) -> None:
+    """API.md §4.2: with enable_matmul_ops=False matmul is a multiply and a sum, with
+    enable_index_ops=False index_select/index_add are gathers/scatters; same results as torch
+    (the flags were read by no code)."""
+    from tempo.api import TempoContext
+    from tempo.core.configs import ExecutionConfig
+
+    cfg = ExecutionConfig.test_cfg()
+    setattr(cfg, flag, False)
+    x, m = make_input((3, 4), torch.float32, 1), make_input((4, 2), torch.int64, 2)
+    v, i = make_input((4,), torch.float32, 3), torch.tensor([2, 0, 2])
+    ctx = TempoContext(cfg, num_dims=0)
+    with ctx:
+        a, b, c = tpo.const(x.numpy()), tpo.const(m.numpy()), tpo.const(v.numpy())
+        ii = tpo.const(i.numpy())
+        outs = [a @ b, c @ a.transpose(), a @ c, c @ c, a.index(1, ii), a.index(0, 1),
+                a.index(1, tpo.const(3, dtype="int64")), a.index_add(1, ii, a[:, 0:3], alpha=2),
+                c.index_add(0, tpo.const(1, dtype="int64"), tpo.const(5.0))]
+        kinds = {op.name for op in ctx.sdg.ops.values()}
+    assert ("matmul" not in kinds) if flag == "enable_matmul_ops" else \
+        not kinds & {"index_select", "index_add"}
+    exe = ctx.compile({})
+    exe.execute()
+    got = [exe.get_spatial_tensor_torch(o.tensor_id) for o in outs]
+    want = [x @ m.float(), v @ x.T, x @ v, v @ v, x.index_select(1, i), x[1], x[:, 3],
+            x.index_add(1, i, x[:, 0:3], alpha=2), v.index_add(0, torch.tensor([1]),
+                                                               torch.tensor([5.0]))]
+    assert_same(got, want, rtol=1e-5, atol=1e-5)
