@@ -70,6 +70,8 @@ def _parser() -> argparse.ArgumentParser:
                          "schedules' iterations interleaved in one process")
     sp.add_argument("--isl-cpu-limit", type=float, default=120.0, metavar="S",
                     help="CPU seconds allowed to each isl compile with --before (default 120)")
+    sp.add_argument("--only", default=None, metavar="a,b",
+                    help="only programs whose name starts with one of these (e.g. mlp,gru)")
     sp.set_defaults(exps=[], systems=None, compile_only=True)
     sp = sub.add_parser("list", help="list experiments and their systems")
     sp.set_defaults(exps=[], systems=None, list_only=True, quick=False, results=None)
@@ -134,7 +136,8 @@ def main(argv: list[str] | None = None) -> int:
     if getattr(args, "compile_only", False):
         from tempo.bench.compile_bench import run as run_compile
 
-        out = run_compile(root, args.quick, args.before, args.isl_cpu_limit)
+        only = set(args.only.split(",")) if args.only else None
+        out = run_compile(root, args.quick, args.before, args.isl_cpu_limit, only)
         rep = write_report(root, [resolve(n) for n in ORDER], args.quick)
         print(f"results: {out}; plot: {plots / 'compile_time.png'}; report: {rep}",
               file=sys.stderr)

@@ -31,32 +31,78 @@ def specs(quick: bool) -> list[Spec]:
              {"symbolic_batch": False, "envs": envs, "steps": steps}),
             (f"ppo_symbolic_b_{envs}x{steps}", "ppo",
              {"symbolic_batch": True, "envs": envs, "steps": steps, "iters": 1})]
+    tokens = 32 if quick else 256
+    out.append((f"gpt2_decode_causal_T{tokens}", "gpt2", {"seq_len": tokens}))
     return out
 
 
-def _build(kind: str, kw: dict[str, Any]) -> Program:
-    return {"mlp": mlp_adam, "rnn": rnn_bptt, "ppo": ppo_shaped}[kind](**kw)
+class _Gpt2:
+    """The E1 GPT-2-core Tempo decoder as a benchmark program (one iteration = one token)."""
+
+    def __init__(self, seq_len: int) -> None:
+        from tempo.bench.memory import DeviceMemoryAccountant
+        from tempo.bench.systems.gpt2_tempo import TempoGpt2Decoder
+
+        self.dec = TempoGpt2Decoder({"seq_len": seq_len, "attn": "causal"},
+                                    DeviceMemoryAccountant())
+        self.iterations = seq_len
+        self.losses: list[float] = []
+
+    def compile(self) -> Any:
+        self.dec.compile()
+        self.ops = len(self.dec.exe.sdg.ops) if hasattr(self.dec.exe, "sdg") else None
+        return self.dec.exe
+
+    def run(self) -> None:
+        self.dec.run()
+        if self.dec.out is not None and not self.losses:
+            self.losses = [float(self.dec.out.float().abs().mean())]
 
 
-def _compile(p: Program) -> tuple[Any, dict[str, Any]]:
+class _Prog:
+    def __init__(self, p: Program) -> None:
+        self.p, self.iterations, self.losses = p, p.iterations, p.losses
+        self.ops = len(p.ctx.sdg.ops)
+
+    def compile(self) -> Any:
+        self.exe = self.p.ctx.compile(self.p.bounds)
+        return self.exe
+
+    def run(self) -> None:
+        self.exe.execute()
+
+
+def _build(kind: str, kw: dict[str, Any]) -> _Prog | _Gpt2:
+    if kind == "gpt2":
+        return _Gpt2(**kw)
+    return _Prog({"mlp": mlp_adam, "rnn": rnn_bptt, "ppo": ppo_shaped}[kind](**kw))
+
+
+def _compile(p: _Prog | _Gpt2) -> dict[str, Any]:
     c0, w0 = time.process_time(), time.perf_counter()
-    exe = p.ctx.compile(p.bounds)
-    out = {"compile_cpu_s": time.process_time() - c0, "compile_wall_s": time.perf_counter() - w0,
-           "ops_recorded": len(p.ctx.sdg.ops),
-           "profile_ms": {k: round(v, 1) for k, v in exe.compile_profile().items()}}
-    return exe, out
+    exe = p.compile()
+    return {"compile_cpu_s": time.process_time() - c0,
+            "compile_wall_s": time.perf_counter() - w0, "ops_recorded": p.ops,
+            "profile_ms": {k: round(v, 1) for k, v in exe.compile_profile().items()}}
 
 
-def _time_runs(runs: dict[str, tuple[Program, Any]], repeats: int) -> dict[str, dict[str, float]]:
-    """ms per iteration of each executor, executions interleaved so load hits both alike."""
+def _time_runs(runs: dict[str, _Prog | _Gpt2], repeats: int) -> dict[str, dict[str, float]]:
+    """ms per iteration of each program, executions interleaved so load hits all alike."""
     ts: dict[str, list[float]] = {k: [] for k in runs}
     for _ in range(repeats):
-        for k, (p, exe) in runs.items():
+        for k, p in runs.items():
             t0 = time.perf_counter()
-            exe.execute()
+            p.run()
             ts[k].append((time.perf_counter() - t0) / p.iterations * 1e3)
     return {k: {"ms_per_iter_min": min(v), "ms_per_iter_median": statistics.median(v)}
             for k, v in ts.items()}
+
+
+def _warm_up() -> None:
+    """One tiny compile first, so one-time costs (imports, isl and kernel set-up) are not
+    charged to the first program measured."""
+    p = mlp_adam(1, iters=2)
+    p.ctx.compile(p.bounds).execute()
 
 
 def _child(kind: str, kw: dict[str, Any], before: bool, isl_cpu_s: float, repeats: int,
@@ -66,10 +112,11 @@ def _child(kind: str, kw: dict[str, Any], before: bool, isl_cpu_s: float, repeat
     import tempo.schedule.scheduler as sched
 
     torch.set_num_threads(1)
+    _warm_up()
     out: dict[str, Any] = {}
     p = _build(kind, kw)
-    exe, out["structured"] = _compile(p)
-    runs = {"structured": (p, exe)}
+    out["structured"] = _compile(p)
+    runs = {"structured": p}
     out["structured"].update(_time_runs(runs, repeats)["structured"])
     out["structured"]["first_losses"] = p.losses[:3]
     if before:
@@ -79,14 +126,14 @@ def _child(kind: str, kw: dict[str, Any], before: bool, isl_cpu_s: float, repeat
         resource.setrlimit(resource.RLIMIT_CPU, (int(used + isl_cpu_s) + 1, hard))
         sched.FORCE_ISL = True
         p2 = _build(kind, kw)
-        exe2, out["isl"] = _compile(p2)
+        out["isl"] = _compile(p2)
         sched.FORCE_ISL = False
         resource.setrlimit(resource.RLIMIT_CPU, (soft, hard))
-        runs["isl"] = (p2, exe2)
+        runs["isl"] = p2
         p.losses.clear()
         for k, v in _time_runs(runs, repeats).items():  # interleaved, both schedules
             out[k].update(v)
-        for k, (prog, _) in runs.items():
+        for k, prog in runs.items():
             out[k]["first_losses"] = prog.losses[:3]
     q.put(out)
 
@@ -112,13 +159,23 @@ def measure(spec: Spec, before: bool, isl_cpu_s: float, repeats: int) -> dict[st
     return got
 
 
-def run(root: Path, quick: bool, before: bool, isl_cpu_s: float) -> Path:
+def run(root: Path, quick: bool, before: bool, isl_cpu_s: float,
+        only: set[str] | None = None) -> Path:
+    """Measure every program (or those whose name starts with one of `only`), merging into
+    an existing compile.json so runs of subsets accumulate."""
     out_dir = root / "compile"
     out_dir.mkdir(parents=True, exist_ok=True)
-    results: dict[str, Any] = {"quick": quick, "before": before, "isl_cpu_limit_s": isl_cpu_s}
+    f = out_dir / "compile.json"
+    results: dict[str, Any] = json.loads(f.read_text()) if f.exists() else {}
+    results.update({"quick": quick, "isl_cpu_limit_s": isl_cpu_s})
     for spec in specs(quick):
+        if only and not any(spec[0].startswith(o) for o in only):
+            continue
         t0 = time.perf_counter()
+        old = results.get(spec[0], {})
         results[spec[0]] = r = measure(spec, before, isl_cpu_s, repeats=3)
+        if not before and "isl" in old:
+            r["isl"] = old["isl"]  # keep a --before measurement of the previous path
         s = r["structured"]
         line = (f"{spec[0]:28s} compile {s.get('compile_cpu_s', float('nan')):6.2f} CPU-s, "
                 f"{s.get('ms_per_iter_median', float('nan')):8.1f} ms/iter")
@@ -128,9 +185,9 @@ def run(root: Path, quick: bool, before: bool, isl_cpu_s: float) -> Path:
                      "ms/iter" if "compile_cpu_s" in i else f" | isl: {i['status']}")
         print(f"{line}  ({time.perf_counter() - t0:.0f} s, load {r['load_avg'][0]:.1f})",
               flush=True)
-        (out_dir / "compile.json").write_text(json.dumps(results, indent=1))
+        f.write_text(json.dumps(results, indent=1))
     plot(results, root / "plots" / "compile_time.png")
-    return out_dir / "compile.json"
+    return f
 
 
 def plot(results: dict[str, Any], path: Path) -> None:

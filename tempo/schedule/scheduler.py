@@ -13,7 +13,7 @@ from tempo.core.index_expr import Symbol
 from tempo.core.sdg import SDG, TensorId
 from tempo.schedule import isl_worker
 from tempo.schedule.ast_convert import ast_to_tree
-from tempo.schedule.cycles import same_point_cycle
+from tempo.schedule.cycles import definite_cycle, same_point_cycle
 from tempo.schedule.isl_program import IslProgram, analyse, build_program
 from tempo.schedule.loop_tree import LoopTreeBuilder, Unorderable
 from tempo.schedule.placement import EdgeSigns, NotVerified, place
@@ -62,8 +62,14 @@ def compute_schedule(
         timings = {"isl_analyse": (t1 - t0) * 1e3, "loop_tree": (t2 - t1) * 1e3,
                    "isl_place": (t3 - t2) * 1e3}
         return Schedule(out, None, timings)
-    except (Unorderable, NotVerified):
-        pass
+    except NotVerified:
+        pass  # a gap in the structural scheduler: isl's own scheduler decides
+    except Unorderable as exc:
+        cycle = definite_cycle(rest, an, exc.ops)
+        if cycle:  # a real cycle at one point: no scheduler can order it
+            from tempo.schedule.explain import cycle_error
+
+            raise cycle_error(rest, cycle) from None
     prog = build_program(rest, bounds, stored, an)
     t2 = time.perf_counter()
     validity = prog.deps.union(prog.free_deps)

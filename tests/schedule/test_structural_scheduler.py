@@ -1,0 +1,203 @@
+"""The structural scheduler: loop directions, interchange, fusion, the isl fallback, the
+exact verification guard, frees at last use, and cycles reported without isl's search.
+Results are checked against NumPy references computed step by step."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+
+import tempo.schedule.scheduler as scheduler
+from tempo.api import RecurrentTensor as RT
+from tempo.api import TempoContext
+from tempo.bench.compile_programs import mlp_adam
+from tempo.core.configs import ExecutionConfig
+from tempo.core.dtype import dtypes
+from tempo.core.errors import ScheduleError
+from tempo.schedule import loop_tree
+
+B_, T_ = 3, 6
+X = np.random.default_rng(0).standard_normal((B_, T_)).astype(np.float32)
+
+
+def _cfg(**kw: Any) -> ExecutionConfig:
+    return dataclasses.replace(ExecutionConfig.test_cfg(), path="", **kw)
+
+
+def _run(build: Any, num_dims: int, bounds: tuple[int, ...], **cfg: Any) -> tuple[Any, Any]:
+    ctx = TempoContext(_cfg(**cfg), num_dims=num_dims)
+    pairs = ctx.variables_and_bounds
+    with ctx:
+        out = build(*pairs)
+    ctx.sdg.keep.add(out.tensor_id)
+    exe = ctx.compile({pairs[k][1]: v for k, v in enumerate(bounds)})
+    exe.execute()
+    return exe, out
+
+
+def _get(exe: Any, out: Any, shape: tuple[int, ...]) -> np.ndarray:
+    got = np.zeros(shape, np.float32)
+    for idx in np.ndindex(*shape):
+        got[idx] = float(exe.get_spatial_tensor_torch(out.tensor_id, idx))
+    return got
+
+
+def _x(b: Any, t: Any) -> RT:
+    return RT.source_with_ts_udf(lambda ts: torch.tensor(X[ts[b], ts[t]]), (), dtypes.float32,
+                                 domain=(b, t))
+
+
+def _structural(exe: Any) -> bool:
+    return "loop_tree" in exe.compile_profile()
+
+
+def test_backward_recurrence_runs_a_reversed_loop() -> None:
+    def build(bB: Any, tT: Any) -> RT:
+        (b, _), (t, T) = bB, tT
+        x = _x(b, t)
+        g = RT.placeholder((), dtypes.float32, domain=(b, t))
+        g[b, T - 1] = x
+        g[True] = x + 0.5 * g[b, t + 1]
+        return g
+
+    exe, g = _run(build, 2, (B_, T_))
+    want = np.zeros_like(X)
+    acc = np.zeros(B_, np.float32)
+    for k in reversed(range(T_)):
+        acc = X[:, k] + 0.5 * acc
+        want[:, k] = acc
+    np.testing.assert_allclose(_get(exe, g, (B_, T_)), want, rtol=1e-6)
+    assert _structural(exe)
+    assert ", -1):" in exe.schedule_text()  # the t loop runs backwards
+
+
+def test_reads_both_ways_along_b_put_t_outside() -> None:
+    """x[b, t] reads x[b-1, t-1] and x[b+1, t-1]: no order along b works, t outer does."""
+
+    def build(bB: Any, tT: Any) -> RT:
+        (b, B), (t, _) = bB, tT
+        x = _x(b, t)
+        y = RT.placeholder((), dtypes.float32, domain=(b, t))
+        y[b, 0] = x
+        left = y[ie_max(b - 1, 0), t - 1]
+        right = y[ie_min(b + 1, B - 1), t - 1]
+        y[True] = x + 0.25 * (left + right)
+        return y
+
+    exe, y = _run(build, 2, (B_, T_))
+    want = np.zeros_like(X)
+    want[:, 0] = X[:, 0]
+    for k in range(1, T_):
+        for j in range(B_):
+            want[j, k] = X[j, k] + 0.25 * (want[max(j - 1, 0), k - 1]
+                                           + want[min(j + 1, B_ - 1), k - 1])
+    np.testing.assert_allclose(_get(exe, y, (B_, T_)), want, rtol=1e-5)
+    assert _structural(exe)
+
+
+def ie_max(a: Any, b: Any) -> Any:
+    from tempo.core import index_expr as ie
+
+    return ie.max(a, b)
+
+
+def ie_min(a: Any, b: Any) -> Any:
+    from tempo.core import index_expr as ie
+
+    return ie.min(a, b)
+
+
+def test_a_schedule_the_loop_tree_cannot_express_falls_back_to_isl() -> None:
+    """y[b] needs x[b, 0] and x[b, t>=1] needs y[b]: only a schedule that puts y inside
+    x's t loop (isl's) orders it."""
+
+    def build(bB: Any, tT: Any) -> RT:
+        (b, _), (t, _) = bB, tT
+        x = _x(b, t)
+        s = RT.placeholder((), dtypes.float32, domain=(b, t))
+        y = s[b, 0] * 2.0
+        s[b, 0] = x
+        s[True] = x + y
+        return s
+
+    exe, s = _run(build, 2, (B_, T_))
+    want = X.copy()
+    want[:, 1:] += 2.0 * X[:, :1]
+    np.testing.assert_allclose(_get(exe, s, (B_, T_)), want, rtol=1e-6)
+    assert not _structural(exe)
+
+
+def test_a_wrong_loop_tree_is_caught_by_verification(monkeypatch: pytest.MonkeyPatch) -> None:
+    """If the loop tree ever ordered a read before its write, isl's exact check refuses it
+    and isl's own scheduler takes over: the numbers stay right."""
+    orig = loop_tree.LoopTreeBuilder.build
+
+    def reversed_build(self: loop_tree.LoopTreeBuilder) -> list[loop_tree.TreeNode]:
+        tree = orig(self)
+
+        def flip(nodes: list[loop_tree.TreeNode]) -> None:
+            for n in nodes:
+                if isinstance(n, loop_tree.LoopNode):
+                    n.direction = -n.direction
+                    flip(n.body)
+
+        flip(tree)
+        return tree
+
+    monkeypatch.setattr(loop_tree.LoopTreeBuilder, "build", reversed_build)
+
+    def build(bB: Any, tT: Any) -> RT:
+        (b, _), (t, _) = bB, tT
+        x = _x(b, t)
+        c = RT.placeholder((), dtypes.float32, domain=(b, t))
+        c[b, 0] = x
+        c[True] = x + c[b, t - 1]
+        return c
+
+    exe, c = _run(build, 2, (B_, T_))
+    np.testing.assert_allclose(_get(exe, c, (B_, T_)), np.cumsum(X, axis=1), rtol=1e-5)
+    assert not _structural(exe)
+
+
+def test_frees_leave_only_what_the_user_keeps() -> None:
+    prog = mlp_adam(3, iters=6)
+    prog.ctx.execution_config = dataclasses.replace(prog.ctx.execution_config, enable_gc=True)
+    exe = prog.ctx.compile(prog.bounds)
+    exe.execute()
+    assert exe.memory_stats()["live_bytes"] == 0
+    assert len(prog.losses) == 6 and prog.losses[-1] < prog.losses[0]
+
+
+def test_an_mlp_compiles_in_time_linear_in_depth() -> None:
+    """Not a timing assertion on an absolute number (the machine is shared): the structural
+    scheduler's work for 16 layers stays within a small multiple of 4 layers'."""
+    def cpu(depth: int) -> float:
+        p = mlp_adam(depth, iters=3)
+        t0 = time.process_time()
+        exe = p.ctx.compile(p.bounds)
+        assert _structural(exe)
+        return time.process_time() - t0
+
+    cpu(2)  # warm caches and imports
+    assert cpu(16) < 8 * cpu(4)
+
+
+def test_a_same_point_cycle_is_reported_without_isl(monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_isl(*_: Any) -> Any:
+        raise AssertionError("isl's scheduler was asked to order a definite cycle")
+
+    monkeypatch.setattr(scheduler.isl_worker, "compute_schedule", no_isl)
+
+    def build(bB: Any, tT: Any) -> RT:
+        (b, _), (t, _) = bB, tT
+        a = RT.placeholder((), dtypes.float32, domain=(b, t))
+        a[True] = a * 2.0 + 1.0
+        return a
+
+    with pytest.raises(ScheduleError):
+        _run(build, 2, (B_, T_))
