@@ -27,6 +27,7 @@ lint: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/pip install --quiet -e ".[dev,bench]"
 	$(BIN)/python -m tempo.bench all
+	$(BIN)/python -m tempo.bench compile --before
 
 clean:
 	rm -rf $(VENV) results runs test_run

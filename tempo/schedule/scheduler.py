@@ -1,5 +1,9 @@
-"""Polyhedral scheduling: isl orders every op execution and every free; its AST becomes
-our schedule tree. No loop order is written by hand here."""
+"""Scheduling: the loop nest comes from the program's dependence structure (`loop_tree`),
+isl checks it exactly against every dependence, bounds its loops, guards its ops and
+places each free at the last use of its point (`placement`, `loop_ast`). Programs the
+structural scheduler cannot order (they need a schedule that interleaves one op's points
+with another's, which isl's affine search can find) go to isl's own scheduler, run in an
+interruptible worker. Work grows linearly with the program; isl's search did not."""
 
 from __future__ import annotations
 
@@ -32,10 +36,12 @@ class Schedule:
 def compute_schedule(
     sdg: SDG, bounds: dict[Symbol, int], stored: list[TensorId]
 ) -> Schedule:
-    """isl schedule of all ops and frees of `stored` tensors, as our schedule tree.
+    """Schedule tree running every op and freeing every point of the `stored` tensors.
 
     Ops that run once and read only such ops (constants, weight preprocessing) form a
-    prologue run before everything else; isl orders the rest."""
+    prologue run before everything else; the structural scheduler (or isl) orders the
+    rest. `FORCE_ISL` selects isl's scheduler (the previous path; the compile benchmark
+    compares the two)."""
     t0 = time.perf_counter()
     prologue = static_prologue(sdg)
     rest = sdg.copy()
