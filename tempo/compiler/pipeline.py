@@ -22,13 +22,13 @@ from tempo.core.index_expr import Symbol
 from tempo.core.sdg import SDG
 
 COMMIT = Pass("commit_recurrences", commit_recurrences.run)
-CLEANUP: tuple[Pass, ...] = (
-    Pass("dead_code", dead_code.run, "enable_dead_code_elim"),
+CLEANUP: tuple[Pass, ...] = (  # dead-code elimination last: it sweeps what the others left
     Pass("dedup", dedup.run, "enable_duplicate_code_elim"),
     Pass("constant_folding", constant_folding.run, "enable_constant_folding"),
     Pass("algebraic", algebraic.run, "enable_algebraic_optimizer"),
     Pass("broadcast_elim", broadcast_elim.run, "enable_broadcast_elim"),
     Pass("domain_reduction", domain_reduction.run, "enable_domain_reduction"),
+    Pass("dead_code", dead_code.run, "enable_dead_code_elim"),
 )
 STORAGE = Pass("storage", storage.run)  # block stores only where the config allows them
 

@@ -15,13 +15,14 @@ from typing import TYPE_CHECKING, Any
 from tempo.api.autodiff.errors import GradientError
 from tempo.api.autodiff.grad_rules import GRAD_RULES
 from tempo.api.autodiff.reverse import Validity, reverse_edge
+from tempo.api.autodiff.support import BranchSupport
 from tempo.api.autodiff.tape import Tape, tape_of
 from tempo.api.tensor_base import RTBase
 from tempo.core import index_expr as ie
 from tempo.core import naming, ops
 from tempo.core.domain import Domain
 from tempo.core.dtype import dtypes
-from tempo.core.errors import ShapeError, TempoError, user_site
+from tempo.core.errors import IndexExprError, ShapeError, TempoError, user_site
 from tempo.core.sdg import SDG, Edge, TensorId
 
 if TYPE_CHECKING:
@@ -163,6 +164,8 @@ class _Backward:
             self.adj[tid] = self._placeholder(tid)
             self.contribs[tid] = []
         self.contribs[self.root].append(seed)
+        self.support = BranchSupport(self.sdg, self.root, need, self.tape.stopped,
+                                     self._first_wins, self.valid)
         for op_id in sorted({t.op_id for t in need}):
             n_out = self.sdg.ops[op_id].num_outputs
             if any(self.tape.is_leaf(TensorId(op_id, k)) for k in range(n_out)):
@@ -200,11 +203,42 @@ class _Backward:
         xs = [self._wrap(e.src, e.expr) for e in all_edges]
         ys = [self._wrap(TensorId(op.op_id, k)) for k in range(op.num_outputs)]
         gs = [self.adj.get(TensorId(op.op_id, k)) for k in range(op.num_outputs)]
+        first = self.sdg._next_id
         grads = rule(op, xs, ys, gs)
-        for e in edges:
-            g = grads[e.sink_in]
-            if g is not None:
-                self._reverse(g, e, op.domain, e.cond)
+        used = [(e, g) for e in edges if (g := grads[e.sink_in]) is not None]
+        made = self._drop_unused(first, [g for _, g in used])
+        fwd = {x.tensor_id for x in xs + ys}
+        reads_fwd = any(e.src in fwd for i in made for e in self.sdg.in_edges[i])
+        mask = self.support.mask(op.op_id) if reads_fwd else None
+        for e, g in used:
+            if mask is not None:
+                g = self._masked(g, mask, op.domain)
+            self._reverse(g, e, op.domain, e.cond)
+
+    def _drop_unused(self, first: int, used: list[RT]) -> set[int]:
+        """Remove what the rule recorded for inputs that need no gradient (`x @ w` with only
+        `w` a leaf): besides costing ops, it would read forward values at points the
+        forward never computes (the dead-code pass may be off). Returns the ops kept."""
+        made = {i for i in range(first, self.sdg._next_id) if i in self.sdg.ops}
+        keep: set[int] = set()
+        work = [g.tensor_id.op_id for g in used if g.tensor_id.op_id in made]
+        while work:
+            i = work.pop()
+            if i in keep:
+                continue
+            keep.add(i)
+            work += [e.src.op_id for e in self.sdg.in_edges[i] if e.src.op_id in made]
+        self.sdg.remove_ops(made - keep)
+        return keep
+
+    def _masked(self, g: RT, cond: ie.BooleanIndexValue, dom: Domain) -> RT:
+        """`g` where `cond` holds, zeros elsewhere, as a recurrence: the compiler then runs
+        the rule's ops (and the forward values they read) only where `cond` holds."""
+        with exact_bounds(self.sdg, dom):
+            z = exact_placeholder(self.sdg, g.shape, g.dtype, dom)
+            z[cond] = g
+            z[True] = _zeros_like(g)
+        return z
 
     def _first_wins(self, op: ops.Op) -> dict[int, ie.BooleanIndexValue]:
         """The condition under which each branch of a merge is the one taken."""
@@ -238,7 +272,15 @@ class _Backward:
             return
         g = _pad_slices(g, e.expr, src_dom)
         valid = None if runs_everywhere else self.valid.of(e.sink)
-        for piece in reverse_edge(src_dom, sink_dom, e.expr, cond, valid, self.sdg.universe):
+        try:
+            pieces = reverse_edge(src_dom, sink_dom, e.expr, cond, valid, self.sdg.universe)
+        except IndexExprError as exc:
+            src = naming.tensor_label(self.sdg, e.src)
+            raise IndexExprError(f"cannot differentiate the read of {src} at "
+                                 f"[{naming.index_word(e.expr)}]: "
+                                 f"{exc.args[0]}",
+                                 site=e.site or self.sdg.ops[e.sink].site) from None
+        for piece in pieces:
             with exact_bounds(self.sdg, src_dom):
                 r = g[tuple(piece.members)] if piece.members else g
                 k = sum(1 for m in piece.members if isinstance(m, ie.Slice))

@@ -150,6 +150,15 @@ def _tuple(name: str, variables: Sequence[ie.Symbol]) -> str:
     return f"{name}[{', '.join(v.name for v in variables)}]"
 
 
+def point_set(dom: Domain, cond: ie.BooleanIndexValue | None, universe: Domain,
+              name: str = "S") -> isl.Set:
+    """The points of `dom` where `cond` holds (all of them for None), as an isl set over
+    every bound of `universe`: the sets of one backward pass compare directly."""
+    params = _params([cond] if cond is not None else [], [dom, universe])
+    cons = _domain_cons(dom) + ([_bool_isl(ie.lift_to_bool_ie(cond))] if cond is not None else [])
+    return isl.Set(isl_text(list(params), _tuple(name, dom.variables), cons))
+
+
 def _param_names(s: isl.Set) -> set[str]:
     return {str(s.get_dim_name(isl.dim_type.param, k)) for k in range(s.dim(isl.dim_type.param))}
 
@@ -194,8 +203,9 @@ def _piece(m: isl.Map, full: isl.Set, symbols: dict[str, ie.Symbol], src: Domain
     space = f"{_tuple('X', src.variables)} -> {_tuple('S', [_qvar(v) for v in sink.variables])}"
     check = isl.Map(isl_text(params, space, box + ([] if cond is None else [_bool_isl(cond)])))
     if not check.intersect_domain(full).is_equal(m):
-        raise IndexExprError(f"the reverse of the read {text} is not a box per source point; "
-                             "autodiff cannot express it as a read")
+        raise IndexExprError("the points that read one element are not a contiguous range "
+                             "along each dimension (e.g. `t % 2`: every other point), so its "
+                             f"gradient is not a read autodiff can express (relation {text})")
     return Piece(cond, tuple(members))
 
 
@@ -220,8 +230,7 @@ class Validity:
     def _full(self, dom: Domain, name: str) -> isl.Set:
         """Every point of `dom`, over all bounds of the universe (each at least 1): sets of
         ops over () still carry the bounds their reads need (`x[0:8]` runs where T >= 8)."""
-        params = _params([], [dom, self.sdg.universe])
-        return isl.Set(isl_text(list(params), _tuple(name, dom.variables), _domain_cons(dom)))
+        return point_set(dom, None, self.sdg.universe, name)
 
     def _compute(self, op_id: int) -> isl.Set:
         op = self.sdg.ops[op_id]

@@ -23,6 +23,8 @@ from typing import Any
 import numpy as np
 
 from tempo.compiler.passes.constant_folding import read_value
+from tempo.compiler.passes.recurrence_lifting import lift_cumsum
+from tempo.compiler.passes.sum_of_cat import sum_of_cat
 from tempo.core import ops
 from tempo.core.dtype import DataType, dtypes
 from tempo.core.index_expr import ConstBool, IndexSequence
@@ -236,29 +238,22 @@ def _identity_operand(sdg: SDG, op: ops.BinaryOp) -> bool:
     return False
 
 
-def _table() -> tuple[Rule, ...]:
-    from tempo.compiler.passes.recurrence_lifting import lift_cumsum
-    from tempo.compiler.passes.sum_of_cat import sum_of_cat
-
-    return (
-        Rule("alias_merge", (ops.MergeOp,), _alias_merge),
-        Rule("prune_branches", (ops.MergeOp,), _prune_branches),
-        Rule("ident", (ops.IdentOp,), _ident),
-        Rule("noop_cast", (ops.CastOp,), _noop),
-        Rule("noop_reshape", (ops.ReshapeOp,), _noop),
-        Rule("noop_expand", (ops.ExpandOp,), _noop),
-        Rule("noop_sum", (ops.SumOp,), _noop),
-        Rule("noop_permute", (ops.PermuteOp,), _noop_permute),
-        Rule("cast_chain", (ops.CastOp,), _cast_chain),
-        Rule("reshape_chain", (ops.ReshapeOp,), _reshape_chain),
-        Rule("permute_chain", (ops.PermuteOp,), _permute_chain),
-        Rule("expand_chain", (ops.ExpandOp,), _expand_chain),
-        Rule("double_neg", (ops.UnaryOp,), _double_neg),
-        Rule("identity_operand", (ops.BinaryOp,), _identity_operand),
-        Rule("sum_of_cat", (ops.SumOp,), sum_of_cat),
-        Rule("lift_cumsum", (ops.MergeOp,), lift_cumsum),
-    )
-
-
-RULES: tuple[Rule, ...] = _table()
+RULES: tuple[Rule, ...] = (
+    Rule("alias_merge", (ops.MergeOp,), _alias_merge),
+    Rule("prune_branches", (ops.MergeOp,), _prune_branches),
+    Rule("ident", (ops.IdentOp,), _ident),
+    Rule("noop_cast", (ops.CastOp,), _noop),
+    Rule("noop_reshape", (ops.ReshapeOp,), _noop),
+    Rule("noop_expand", (ops.ExpandOp,), _noop),
+    Rule("noop_sum", (ops.SumOp,), _noop),
+    Rule("noop_permute", (ops.PermuteOp,), _noop_permute),
+    Rule("cast_chain", (ops.CastOp,), _cast_chain),
+    Rule("reshape_chain", (ops.ReshapeOp,), _reshape_chain),
+    Rule("permute_chain", (ops.PermuteOp,), _permute_chain),
+    Rule("expand_chain", (ops.ExpandOp,), _expand_chain),
+    Rule("double_neg", (ops.UnaryOp,), _double_neg),
+    Rule("identity_operand", (ops.BinaryOp,), _identity_operand),
+    Rule("sum_of_cat", (ops.SumOp,), sum_of_cat),
+    Rule("lift_cumsum", (ops.MergeOp,), lift_cumsum),
+)
 """Every rule, in the order they are tried on an op."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -21,7 +22,8 @@ from tempo.core.shape import Shape
 
 FOLD_LIMIT_BYTES = 1 << 20  # larger results stay ops: a constant is baked into the program
 
-Folder = Callable[[ops.Op, list[np.ndarray], DataType], "np.ndarray | None"]
+# (op, input values, output dtype) -> value; each folder takes its own kind of op
+Folder = Callable[[Any, list[np.ndarray], DataType], "np.ndarray | None"]
 
 
 _VALUES: weakref.WeakKeyDictionary[ops.Op, np.ndarray] = weakref.WeakKeyDictionary()
@@ -98,18 +100,19 @@ def _evaluate(sdg: SDG, op: ops.Op, dt: DataType) -> np.ndarray | None:
     vals = [read_value(sdg, e) for e in edges]
     if any(v is None for v in vals):
         return None
-    return folder(op, vals, dt)  # type: ignore[arg-type]
+    return folder(op, vals, dt)  # type: ignore[arg-type]  # (None was ruled out)
 
 
 def _constant(op: ops.Op, value: np.ndarray, dt: DataType) -> ops.Op:
     """A fill when the value is one repeated element (cheap to store), else a const."""
-    common = dict(op_id=op.op_id, domain=op.domain, site=op.site, tags=op.tags)
     flat = value.reshape(-1)
     if flat.size > 1 and (flat.view(np.uint8).reshape(flat.size, -1) ==
                           flat[:1].view(np.uint8)).all():
         shape = Shape.from_(tuple(int(d) for d in value.shape))
-        return ops.FillOp(value=flat[0].item(), shape=shape, dtype=dt, **common)
-    return ops.ConstOp(value=value, dtype=dt, **common)
+        return ops.FillOp(value=flat[0].item(), shape=shape, dtype=dt, op_id=op.op_id,
+                          domain=op.domain, site=op.site, tags=op.tags)
+    return ops.ConstOp(value=value, dtype=dt, op_id=op.op_id, domain=op.domain, site=op.site,
+                       tags=op.tags)
 
 
 # ---------------------------------------------------------------- the evaluation table
@@ -119,12 +122,15 @@ def _same_dtype(args: list[np.ndarray]) -> bool:
 
 def _unary(op: ops.UnaryOp, a: list[np.ndarray], dt: DataType) -> np.ndarray | None:
     x = a[0]
-    if op.fn in ("not", "isnan", "isinf"):
-        return {"not": np.logical_not, "isnan": np.isnan, "isinf": np.isinf}[op.fn](x)
+    tests: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+        "not": np.logical_not, "isnan": np.isnan, "isinf": np.isinf}
+    if op.fn in tests:
+        return tests[op.fn](x)
     if op.fn in ("floor", "ceil", "round", "trunc") and not dtypes.is_float(dt):
         return x  # rounding an integer is the identity (numpy would go through float64)
-    fns = {"neg": np.negative, "abs": np.abs, "floor": np.floor, "ceil": np.ceil,
-           "round": np.round, "trunc": np.trunc, "sqrt": np.sqrt}
+    fns: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+        "neg": np.negative, "abs": np.abs, "floor": np.floor, "ceil": np.ceil,
+        "round": np.round, "trunc": np.trunc, "sqrt": np.sqrt}
     fn = fns.get(op.fn)
     if fn is None or (op.fn == "sqrt" and not dtypes.is_float(dt)):
         return None
@@ -197,19 +203,26 @@ def _index_select(op: ops.IndexSelectOp, a: list[np.ndarray], dt: DataType) -> n
     return np.take(x, idx, axis=op.dim)
 
 
-def _static(shape: object) -> tuple[int, ...] | None:
-    dims = tuple(shape)  # type: ignore[call-overload]
+def _static(shape: Any) -> tuple[int, ...] | None:
+    dims = tuple(shape)
     return dims if all(isinstance(d, int) for d in dims) else None
+
+
+def _reshape(op: ops.ReshapeOp, a: list[np.ndarray], dt: DataType) -> np.ndarray | None:
+    shape = _static(op.shape)
+    return None if shape is None else a[0].reshape(shape)
+
+
+def _expand(op: ops.ExpandOp, a: list[np.ndarray], dt: DataType) -> np.ndarray | None:
+    shape = _static(op.shape)
+    return None if shape is None else np.broadcast_to(a[0], shape).copy()
 
 
 FOLDERS: dict[type[ops.Op], Folder] = {
     ops.IdentOp: lambda op, a, dt: a[0],
-    ops.ReshapeOp: lambda op, a, dt: (
-        a[0].reshape(_static(op.shape)) if _static(op.shape) is not None else None),
+    ops.ReshapeOp: _reshape,
     ops.PermuteOp: lambda op, a, dt: np.transpose(a[0], op.dims),
-    ops.ExpandOp: lambda op, a, dt: (
-        np.broadcast_to(a[0], _static(op.shape)).copy() if _static(op.shape) is not None
-        else None),
+    ops.ExpandOp: _expand,
     ops.SliceOp: _slice,
     ops.PadOp: _pad,
     ops.CatOp: lambda op, a, dt: (

@@ -79,6 +79,21 @@ class Prog:
         return out
 
 
+def recurrence(backend: str, xs: np.ndarray, w: float, x_leaf: bool = True) -> tuple:
+    """A program over t with input `x` (a leaf, or a source without grad), a scalar
+    parameter leaf `w`, and an undefined recurrence `h` shaped like one step of `x`:
+    (prog, t, T, x, w, h)."""
+    from tempo.api.ops.creation import placeholder
+
+    p = Prog(1, backend)
+    (t, T), = p.vb
+    with p.ctx:
+        x = p.leaf(xs, (t,)) if x_leaf else p.source(xs, (t,))
+        wt = p.leaf(np.array(w, dtype=np.float32))
+        h = placeholder(xs.shape[1:], dtypes.float32, domain=(t,))
+    return p, t, T, x, wt, h
+
+
 def rnd(*shape: int, dtype: Any = np.float32, seed: int = 0) -> np.ndarray:
     rng = np.random.default_rng(seed + 17 * len(shape) + sum(shape))
     return rng.standard_normal(shape).astype(dtype)

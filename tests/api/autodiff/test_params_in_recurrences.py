@@ -5,8 +5,9 @@ recursive branch alike, and must equal PyTorch autograd on that unrolled program
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import torch
-from autodiff_harness import Prog, assert_close, rnd, torch_grads
+from autodiff_harness import Prog, assert_close, recurrence, rnd, torch_grads
 
 from tempo.api import RecurrentTensor as RT
 from tempo.core import index_expr as ie
@@ -19,22 +20,10 @@ def _scalar(v: float) -> np.ndarray:
     return np.array(v, dtype=np.float32)
 
 
-def _recurrence(backend: str, xs: np.ndarray, w: float, x_leaf: bool = True) -> tuple:
-    """A program over t with input `x` (a leaf, or a source without grad), a scalar
-    parameter leaf `w`, and an undefined recurrence `h` shaped like one step of `x`."""
-    p = Prog(1, backend)
-    (t, T), = p.vb
-    with p.ctx:
-        x = p.leaf(xs, (t,)) if x_leaf else p.source(xs, (t,))
-        wt = p.leaf(_scalar(w))
-        h = RT.placeholder(xs.shape[1:], dtypes.float32, domain=(t,))
-    return p, t, T, x, wt, h
-
-
 def test_scalar_param_in_recurrence(backend: str) -> None:
     """The issue's program: `w` read in the base case and in the recursive branch."""
     vs = rnd(N, 3)
-    p, t, T, v, w, h = _recurrence(backend, vs, 0.7, x_leaf=False)
+    p, t, T, v, w, h = recurrence(backend, vs, 0.7, x_leaf=False)
     with p.ctx:
         h[0] = w * v[0]
         h[True] = (w * h[t - 1] + v).tanh()
@@ -76,9 +65,11 @@ def test_vector_and_matrix_params_in_both_branches(backend: str) -> None:
     assert_close(got, torch_grads(ref, xs, us, ms))
 
 
-def test_param_over_outer_dim_in_inner_recurrence(backend: str) -> None:
+@pytest.mark.parametrize("prev", [False, True])
+def test_param_over_outer_dim_in_inner_recurrence(backend: str, prev: bool) -> None:
     """`w` over (i,) (one value per iteration) used by a recurrence over (i, t): each
-    iteration's loss gives the gradient of that iteration's `w` only."""
+    iteration's loss gives the gradient of that iteration's `w` only; with `prev` the
+    recursive branch also reads the previous iteration's `w[max(i-1, 0)]`."""
     ni = 3
     vs, ws = rnd(ni, N, 2), rnd(ni, seed=3) * 0.5
     p = Prog(2, backend)
@@ -87,15 +78,17 @@ def test_param_over_outer_dim_in_inner_recurrence(backend: str) -> None:
         v, w = p.source(vs, (i, t)), p.leaf(ws, (i,))
         h = RT.placeholder((2,), dtypes.float32, domain=(i, t))
         h[i, 0] = (w * v).sin()
-        h[True] = (w * h[i, t - 1] + v).tanh()
+        wr = w[ie.max(i - 1, 0)] if prev else w
+        h[True] = (wr * h[i, t - 1] + w * v).tanh()
         h[i, T - 1].sum().backward()
     got = p.run({I: ni, T: N})
 
     def ref(w: torch.Tensor) -> torch.Tensor:
         v = torch.tensor(vs)
+        wr = torch.cat([w[:1], w[:-1]]) if prev else w
         h = (w[:, None] * v[:, 0]).sin()
         for k in range(1, N):
-            h = (w[:, None] * h + v[:, k]).tanh()
+            h = (wr[:, None] * h + w[:, None] * v[:, k]).tanh()
         return h.sum()
 
     assert_close(got, torch_grads(ref, ws))
@@ -135,8 +128,10 @@ def test_scalar_param_trained_over_outer_dim(backend: str) -> None:
     assert_close([got], [torch.stack(want)])
 
 
-def test_scalar_param_nested_b_t(backend: str) -> None:
-    """A scalar parameter in a recurrence over t run per b: the gradient sums over b too."""
+@pytest.mark.parametrize("cross", [False, True])
+def test_scalar_param_nested_b_t(backend: str, cross: bool) -> None:
+    """A scalar parameter in a recurrence over t run per b: the gradient sums over b too;
+    with `cross` each b reads the mean over all b of the previous step."""
     nb = 3
     xs, ws = rnd(nb, N, 2), _scalar(-0.6)
     p = Prog(2, backend)
@@ -145,7 +140,8 @@ def test_scalar_param_nested_b_t(backend: str) -> None:
         x, w = p.source(xs, (b, t)), p.leaf(ws)
         s = RT.placeholder((2,), dtypes.float32, domain=(b, t))
         s[b, 0] = x.tanh()
-        s[True] = (w * s[b, t - 1] + x).tanh()
+        prev = s[0:B, t - 1].mean(0) if cross else s[b, t - 1]
+        s[True] = (w * prev + x).tanh()
         (s[0:B, T - 1] ** 2).sum().backward()
     got = p.run({B: nb, T: N})
 
@@ -153,7 +149,7 @@ def test_scalar_param_nested_b_t(backend: str) -> None:
         x = torch.tensor(xs)
         s = x[:, 0].tanh()
         for k in range(1, N):
-            s = (w * s + x[:, k]).tanh()
+            s = (w * (s.mean(0) if cross else s) + x[:, k]).tanh()
         return (s**2).sum()
 
     assert_close(got, torch_grads(ref, ws))
@@ -162,7 +158,7 @@ def test_scalar_param_nested_b_t(backend: str) -> None:
 def test_window_read_inside_recurrence(backend: str) -> None:
     """`x[max(0, t-2):t+1]` feeds the recurrence next to a parameter."""
     xs = rnd(N, 3)
-    p, t, T, x, w, h = _recurrence(backend, xs, 0.5)
+    p, t, T, x, w, h = recurrence(backend, xs, 0.5)
     with p.ctx:
         h[0] = x.tanh()
         h[True] = (w * h[t - 1] + x[ie.max(0, t - 2) : t + 1].sum(0)).tanh()
@@ -183,7 +179,7 @@ def test_window_read_inside_recurrence(backend: str) -> None:
 def test_suffix_slice_read_inside_recurrence(backend: str) -> None:
     """`x[t:T]` (what is left of the sequence) feeds the recurrence."""
     xs = rnd(N, 2) * 0.5
-    p, t, T, x, w, h = _recurrence(backend, xs, 0.8)
+    p, t, T, x, w, h = recurrence(backend, xs, 0.8)
     with p.ctx:
         h[0] = x[t:T].mean(0)
         h[True] = (w * h[t - 1] + x[t:T].sum(0) * w).tanh()
@@ -233,7 +229,7 @@ def test_constant_slices_inside_recurrence(backend: str) -> None:
     """Constant-range slices (`x[0:3]`, `x[2:T]`, `x[T-2:T]`) read at every step of a
     recurrence over t, and one read once from a program over ()."""
     xs = rnd(N, 2) * 0.5
-    p, t, T, x, w, h = _recurrence(backend, xs, 0.7)
+    p, t, T, x, w, h = recurrence(backend, xs, 0.7)
     with p.ctx:
         h[0] = x[0:3].sum(0) * w
         h[True] = (w * h[t - 1] + x[2:T].mean(0) - x[T - 2 : T].sum(0) * x).tanh()
