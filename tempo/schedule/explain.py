@@ -254,11 +254,18 @@ def _linear(coefs: dict[str, int], const: int) -> str:
 
 def cycle_error(sdg: SDG, cycle: list[int]) -> ScheduleError:
     """The error for ops that each need the other at the same point. Blames the definition
-    that closes the loop (a placeholder branch reading a value that reads the placeholder)."""
+    that closes the loop (a placeholder branch reading a value that reads the placeholder);
+    a loop made only by backward() is Tempo's to fix, and says so."""
     members = set(cycle)
     closing = next((e for i in cycle if isinstance(sdg.ops[i], ops.MergeOp)
                     for e in sdg.in_edges[i] if e.src.op_id in members), None)
-    chain = "; ".join(naming.op_label(sdg.ops[i], sdg.names) for i in cycle) or "unknown ops"
+    chain = _by_line([sdg.ops[i] for i in cycle]) or "unknown ops"
+    if cycle and all(_BACKWARD in sdg.ops[i].tags for i in cycle):
+        site = sdg.ops[cycle[0]].site
+        return ScheduleError(
+            f"the gradient program that {naming.at_site(site)} built cannot be scheduled: its "
+            f"ops need each other at the same point ({chain}). This is a limitation of Tempo's "
+            "autodiff or scheduler, not a mistake in your program; please report it", site=site)
     if closing is None:
         return ScheduleError(f"these ops each need the other at the same point, so no order can "
                              f"run them: {chain}")
@@ -268,3 +275,22 @@ def cycle_error(sdg: SDG, cycle: list[int]) -> ScheduleError:
         "that itself reads it at the same point, so neither can be computed first (ops in the "
         f"loop: {chain}). Read an earlier point instead (e.g. `x[t - 1]`, with a base case)",
         site=closing.site or merge.site)
+
+
+_BACKWARD = "__BACKWARD_REGION__"  # the region tag of ops that backward() records
+
+
+def _by_line(members: list[ops.Op]) -> str:
+    """Ops grouped by the line that made them: 'the placeholder, mul and add made by `...`
+    at prog.py:7; the mul `b = a * 2` at prog.py:8'."""
+    groups: dict[str, list[str]] = {}
+    for op in members:
+        kinds = groups.setdefault(op.site, [])
+        if naming.kind(op) not in kinds:
+            kinds.append(naming.kind(op))
+    parts = []
+    for site, kinds in groups.items():
+        what = kinds[0] if len(kinds) == 1 else ", ".join(kinds[:-1]) + " and " + kinds[-1]
+        made = "made by " if len(kinds) > 1 else ""
+        parts.append(f"the {what} {made}{naming.at_site(site)}")
+    return "; ".join(parts)
