@@ -47,9 +47,10 @@ def test_report_reads_top_to_bottom(tmp_path: Path) -> None:
 
     assert "```" not in text and '"rows"' not in text  # no raw dumps
     sections = text.split("\n## ")[1:]
-    assert len(sections) == len(ORDER)
+    assert len(sections) >= len(ORDER)  # every experiment (and the compile-time section)
     for sec in sections:  # numbers, or one line saying why not
-        assert ("| point |" in sec or "| variant |" in sec) != ("*No measurements:*" in sec), sec
+        has_table = "\n|---" in sec
+        assert has_table != ("*No measurements:*" in sec or "No data:" in sec), sec
     for table in re.findall(r"(?:^\|.*\|\n)+", text, re.M):  # no table without rows
         assert len(table.strip().splitlines()) >= 3, table
     links = re.findall(r"\]\((plots/[^)]+)\)", text)
