@@ -241,3 +241,17 @@ def test_domain_reduction_keeps_kept_tensors_and_varying_ops(cfg) -> None:
     close(res["m"], torch.stack([-torch.from_numpy(A)] * 3))
     assert all(len(op.domain) == 1 for op in g.ops.values()
                if isinstance(op, ops.UnaryOp | ops.RandOp))
+
+
+def test_algebraic_picks_from_an_expand_without_it(cfg) -> None:
+    def build(tt):  # noqa: ANN202
+        t, _ = tt
+        step = RT.from_symbol(t)
+        one = RT.const(np.float32([2.5])).expand((4,)).index(0, step)  # a size-1 dim
+        row = RT.const(B).expand((4, 3)).index(0, step)  # a prepended dim
+        return {"one": one * 3.0, "row": row * 3.0}
+
+    res, g = with_passes(cfg, build, 1, {0: 4}, ["enable_algebraic_optimizer", DCE])
+    close(res["one"], torch.full((4,), 7.5))
+    close(res["row"], torch.from_numpy(B).expand(4, 3) * 3.0)
+    assert kinds(g)["index_select"] == 0

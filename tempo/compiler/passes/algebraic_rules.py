@@ -7,7 +7,8 @@ that checks its pattern on one op and, if it holds, rewrites with the SDG helper
   `b & True`, `b | False`, a sum over no dims, a merge with one unconditional branch)
   hands its readers its input (reads composed exactly);
 - chains: a lossless cast followed by a cast, a reshape of a reshape, a permute of a
-  permute, an expand of an expand, read the first op's input directly;
+  permute, an expand of an expand, read the first op's input directly; an element picked
+  along a dim an expand added is the expand's input;
 - merge branches whose condition is false for the compile-time bounds are dropped.
 
 `x+0.0` is not `x` for `x = -0.0`, and `x*0` is not 0 for inf or NaN: such rules are absent.
@@ -195,6 +196,31 @@ def _double_neg(sdg: SDG, op: ops.UnaryOp) -> bool:
     return new is not None and alias(sdg, op, new.src, new.expr)
 
 
+def _select_of_expand(sdg: SDG, op: ops.IndexSelectOp) -> bool:
+    """Picking one element along a dim an `expand` broadcast (one it prepended, or a
+    size-1 one) gives the expand's input, broadcast or reshaped to the result: autodiff
+    makes these for means over time."""
+    x_e, idx_e = sdg.in_edges[op.op_id]
+    mid = sdg.ops[x_e.src.op_id]
+    out = sdg.tensors[TensorId(op.op_id, 0)].shape
+    if not isinstance(mid, ops.ExpandOp) or not x_e.is_point() or len(sdg.read_shape(idx_e)):
+        return False
+    inner = through(sdg, x_e)
+    if inner is None or not inner.is_point() or not out.is_static():
+        return False
+    src = tuple(sdg.read_shape(inner))
+    lead = len(sdg.tensors[x_e.src].shape) - len(src)
+    common = dict(op_id=op.op_id, domain=op.domain, site=op.site, tags=op.tags)
+    if op.dim < lead:
+        new: ops.Op = ops.ExpandOp(shape=out, **common)  # type: ignore[arg-type]
+    elif src[op.dim - lead] == 1 and lead == 0 and src[:op.dim] + src[op.dim + 1:] == tuple(out):
+        new = ops.ReshapeOp(shape=out, **common)  # type: ignore[arg-type]
+    else:
+        return False
+    sdg.redefine(new, [(inner.src, inner.expr)])
+    return True
+
+
 def _noop_permute(sdg: SDG, op: ops.PermuteOp) -> bool:
     return op.dims == tuple(range(len(op.dims))) and alias_input(sdg, op)
 
@@ -252,6 +278,7 @@ RULES: tuple[Rule, ...] = (
     Rule("permute_chain", (ops.PermuteOp,), _permute_chain),
     Rule("expand_chain", (ops.ExpandOp,), _expand_chain),
     Rule("double_neg", (ops.UnaryOp,), _double_neg),
+    Rule("select_of_expand", (ops.IndexSelectOp,), _select_of_expand),
     Rule("identity_operand", (ops.BinaryOp,), _identity_operand),
     Rule("sum_of_cat", (ops.SumOp,), sum_of_cat),
     Rule("lift_cumsum", (ops.MergeOp,), lift_cumsum),
