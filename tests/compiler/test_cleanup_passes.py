@@ -3,12 +3,15 @@ results equal the run with every pass off bit for bit (pass_harness) and eager t
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import torch
 from pass_harness import kinds, with_passes
 from programs import close
 
 from tempo.api import RecurrentTensor as RT
+from tempo.api import TempoContext
 from tempo.api.tensor_base import record
 from tempo.core import ops
 from tempo.core.domain import Domain
@@ -255,3 +258,18 @@ def test_algebraic_picks_from_an_expand_without_it(cfg) -> None:
     close(res["one"], torch.full((4,), 7.5))
     close(res["row"], torch.from_numpy(B).expand(4, 3) * 3.0)
     assert kinds(g)["index_select"] == 0
+
+
+def test_a_reduced_tensor_reads_back_by_its_recorded_domain(cfg) -> None:
+    on = dataclasses.replace(cfg, enable_domain_reduction=True, enable_dead_code_elim=True)
+    ctx = TempoContext(on, num_dims=1)
+    ((t, T),) = ctx.variables_and_bounds
+    with ctx:
+        (m,) = record(ops.UnaryOp, [RT.const(A)], domain=Domain((t,)), fn="neg")
+        (m * RT.from_symbol(t).cast(dtypes.float32)).sink_udf(lambda v: None)
+    exe = ctx.compile({T: 3})
+    exe.execute()
+    assert len(exe.sdg.ops[m.tensor_id.op_id].domain) == 0  # it ran once
+    ta = torch.from_numpy(A)
+    close(exe.get_spatial_tensor_torch(m.tensor_id, (1,)), -ta)
+    close(exe.get_spatial_tensor_torch(m.tensor_id, (slice(0, 3),)), torch.stack([-ta] * 3))

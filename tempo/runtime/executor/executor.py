@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import abc
+from dataclasses import dataclass
 import time
 from typing import Any
 
@@ -192,16 +193,22 @@ class PythonExecutor(Executor):
         op = self.sdg.ops[tensor_id.op_id]
         if not isinstance(index, tuple):
             index = (index,)
+        full = op
         if len(index) != len(op.domain):
-            raise bad_index_error(self.sdg, tensor_id, index)
-        parts = []
-        for v, i in zip(op.domain.variables, index):
+            full = self.recorded.ops.get(tensor_id.op_id, op) if self.recorded else op
+            if len(index) != len(full.domain):
+                raise bad_index_error(self.sdg, tensor_id, index)
+        # `full` is the op as recorded: domain reduction may have dropped dims its value
+        # does not vary along; reads index them as recorded, and repeat along them.
+        kept = {v.name for v in op.domain.variables}
+        parts: list[Any] = []
+        for v, i in zip(full.domain.variables, index):
             if isinstance(i, slice):
-                ub = self._bound(op, v)
-                lo, hi, step = i.indices(ub)
-                parts.append(list(range(lo, hi, step)))
+                lo, hi, step = i.indices(self._bound(full, v))
+                points = list(range(lo, hi, step))
+                parts.append(points if v.name in kept else _Repeat(len(points)))
             else:
-                parts.append(int(i))
+                parts.append(int(i) if v.name in kept else None)
         return self._gather(store, tensor_id, parts, ())
 
     def _bound(self, op: ops.Op, v: Any) -> int:
@@ -216,7 +223,11 @@ class PythonExecutor(Executor):
             if prefix not in store:
                 raise no_value_error(self.sdg, self.cfg, tid, prefix, self._executed)
             return store[prefix]
-        p = parts[k]
+        p, rest = parts[k], parts[:k] + parts[k + 1:]
+        if p is None:  # a dim the compiler dropped, read at a point: not in the key
+            return self._gather(store, tid, rest, prefix)
+        if isinstance(p, _Repeat):  # ... read by a slice: the same value, repeated
+            return self.backend.stack([self._gather(store, tid, rest, prefix)] * p.n)
         if isinstance(p, list):
             return self.backend.stack([self._gather(store, tid, parts, prefix + (i,)) for i in p])
         return self._gather(store, tid, parts, prefix + (p,))
@@ -244,6 +255,13 @@ class PythonExecutor(Executor):
         tracked = any(isinstance(s, TrackedStore) for s in self.stores.values())
         return {"live_bytes": live, "peak_bytes": self.accountant.peak if tracked else None,
                 "cap_bytes": self.accountant.cap, "swapped_bytes": 0}
+
+
+@dataclass(frozen=True)
+class _Repeat:
+    """A slice of `n` points along a dim the compiler dropped from a tensor's domain."""
+
+    n: int
 
 
 def _bound_symbols(sdg: SDG) -> list[Any]:
