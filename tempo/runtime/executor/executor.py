@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import abc
-from dataclasses import dataclass
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import torch
