@@ -56,6 +56,9 @@ class Lowering:
         self.pf = {o: param_form(an.executed[stmt_name(o)]) for o in times}
         self.bound_names = set(an.params)
         self.frees: dict[int, _FreesAt] = {}
+        # Keyed by id(ctx); each entry holds its ctx so the id stays unique while cached.
+        self._builds: dict[int, tuple[isl.Set, isl.AstBuild]] = {}
+        self._conds: dict[tuple[int, str], tuple[isl.Set, str]] = {}
 
     # ------------------------------------------------------------------ frees
     def place_frees(self, stored: list[TensorId]) -> None:
@@ -264,10 +267,20 @@ class Lowering:
         return [loop]
 
     def _expr(self, pa: isl.PwAff, ctx: isl.Set) -> str:
-        return expr_py(isl.AstBuild.from_context(ctx).expr_from_pw_aff(pa.gist_params(ctx)))
+        return expr_py(self._build(ctx).expr_from_pw_aff(pa.gist_params(ctx)))
 
     def _cond(self, s: isl.Set, ctx: isl.Set) -> str:
-        return expr_py(isl.AstBuild.from_context(ctx).expr_from_set(s))
+        key = (id(ctx), str(s))
+        if key not in self._conds:
+            self._conds[key] = (ctx, expr_py(self._build(ctx).expr_from_set(s)))
+        return self._conds[key][1]
+
+    def _build(self, ctx: isl.Set) -> isl.AstBuild:
+        """One AST build per context (the ops of one loop body share theirs)."""
+        hit = self._builds.get(id(ctx))
+        if hit is None:
+            hit = self._builds[id(ctx)] = (ctx, isl.AstBuild.from_context(ctx))
+        return hit[1]
 
 
 def _leaves(n: LoopNode) -> list[int]:

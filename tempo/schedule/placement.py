@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 import islpy as isl
 
+from tempo.core.domain import Domain
 from tempo.core.sdg import SDG, Edge, TensorId
 from tempo.schedule.isl_program import (
     SRC_SUFFIX,
@@ -23,7 +24,6 @@ from tempo.schedule.loop_tree import (
     LoopNode,
     Signs,
     TreeNode,
-    signs_of_interval,
     syntactic_signs,
 )
 from tempo.schedule.tree import Node
@@ -39,26 +39,39 @@ class EdgeSigns:
 
     def __init__(self, sdg: SDG, an: Analysis) -> None:
         self.sdg, self.an = sdg, an
+        self._maps: dict[tuple[str, str, str, str], isl.Map] = {}
 
     def __call__(self, e: Edge, var: str) -> Signs:
         src = self.sdg.ops[e.src.op_id]
         names = [v.name for v in src.domain.variables]
         k = names.index(var)
         s = syntactic_signs(src.domain.variables[k], e.expr[k])
-        return s if s is not None else self._exact(e, var)
+        # One sign from syntax is exact; several may shrink on the points that really run.
+        return s if s is not None and len(s) == 1 else self._exact(e, var)
 
     def _exact(self, e: Edge, var: str) -> Signs:
         src, sink = self.sdg.ops[e.src.op_id], self.sdg.ops[e.sink]
-        rel = self.an.edge_maps[id(e)]
-        lhs = ", ".join(v.name + SRC_SUFFIX for v in src.domain.variables)
-        rhs = ", ".join(v.name for v in sink.domain.variables)
+        rel = self.an.edge_maps[id(e)].intersect_domain(
+            isl.UnionSet.from_set(self.an.executed[stmt_name(src.op_id)])).intersect_range(
+            isl.UnionSet.from_set(self.an.executed[stmt_name(sink.op_id)]))
         out = set()
         for sign, cmp in (("-", "<"), ("0", "="), ("+", ">")):
-            m = isl.UnionMap(f"{self.an.decl} -> {{ {stmt_name(src.op_id)}[{lhs}] -> "
-                             f"{stmt_name(sink.op_id)}[{rhs}] : {var} {cmp} {var}{SRC_SUFFIX} }}")
-            if not rel.intersect(m).is_empty():
+            m = self._compare(src.domain, sink.domain, var, cmp)
+            m = m.set_tuple_name(isl.dim_type.in_, stmt_name(src.op_id)).set_tuple_name(
+                isl.dim_type.out, stmt_name(sink.op_id))
+            if not rel.intersect(isl.UnionMap.from_map(m)).is_empty():
                 out.add(sign)
-        return frozenset(out) if out else signs_of_interval(0, 0)
+        return frozenset(out)  # empty: no pair of this read ever runs
+
+    def _compare(self, src: Domain, sink: Domain, var: str, cmp: str) -> isl.Map:
+        """`{ A[src] -> B[sink] : var cmp var' }`, parsed once per shape."""
+        key = (repr(src), repr(sink), var, cmp)
+        if key not in self._maps:
+            lhs = ", ".join(v.name + SRC_SUFFIX for v in src.variables)
+            rhs = ", ".join(v.name for v in sink.variables)
+            self._maps[key] = isl.Map(f"{self.an.decl} -> {{ A[{lhs}] -> B[{rhs}] : "
+                                      f"{var} {cmp} {var}{SRC_SUFFIX} }}")
+        return self._maps[key]
 
 
 def _depth(nodes: list[TreeNode]) -> int:
