@@ -3,7 +3,8 @@
 It sits in the api, above both the compiler (which never imports the runtime) and the
 runtime (which never rewrites the graph). Compile time is reported per stage in
 `executor.compile_profile()` (ms) and written to `<cfg.path>/compilation_profile.json`;
-a compile longer than two seconds prints its stages as they finish."""
+a compile longer than two seconds prints its stages as they finish. Config fields this
+Tempo cannot honour raise first (`tempo.core.config_support`)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from collections.abc import Mapping
 from tempo.api.compile_progress import CompileProgress
 from tempo.compiler.bounds import resolve_bounds
 from tempo.compiler.pipeline import run_pipeline
+from tempo.core.config_support import check_supported
 from tempo.core.configs import ExecutionConfig
 from tempo.core.index_expr import Symbol
 from tempo.core.sdg import SDG, TensorId
@@ -28,15 +30,17 @@ def compile_sdg(
     sdg: SDG, cfg: ExecutionConfig, bounds: Mapping[Symbol, int] | None, site: str
 ) -> PythonExecutor:
     """An executor for the recorded graph (which is left untouched)."""
+    check_supported(cfg, site)
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
     with CompileProgress(PROGRESS_AFTER_S) as progress:
         resolved = resolve_bounds(sdg, bounds, site)
         progress.start("passes")
         graph = run_pipeline(sdg, cfg, resolved, timings, progress.done)
-        stored: list[TensorId] = [] if not cfg.enable_gc else [
-            tid for tid in graph.tensors if tid not in graph.keep
-        ]
+        if cfg.visualize_pipeline_stages:
+            _write(cfg, "sdg_0_recorded.dot", sdg.to_dot())
+            _write(cfg, "sdg_1_optimised.dot", graph.to_dot())
+        stored = _collected(graph, cfg)
         progress.start(f"scheduling {len(graph.ops)} ops (isl)")
         t = time.perf_counter()
         sched = compute_schedule(graph, resolved, stored)
@@ -47,20 +51,37 @@ def compile_sdg(
                              timings)
         progress.done("codegen", timings.get("codegen", 0.0))
         timings["total"] = (time.perf_counter() - t0) * 1e3
-    _write_profile(cfg, timings)
+    if cfg.render_schedule:
+        _write(cfg, "schedule.txt", exe.schedule_text())
+    if cfg.writes_artefacts():  # no ./runs/<timestamp>/ unless the user asked
+        _write(cfg, "compilation_profile.json", json.dumps(timings, indent=1))
     return exe
+
+
+def _collected(graph: SDG, cfg: ExecutionConfig) -> list[TensorId]:
+    """Tensors whose points are freed after their last read: none without `enable_gc`;
+    with it, all but kept ones and those whose points are statically smaller than
+    `gc_bytes_min` (freeing tiny points costs more than keeping them)."""
+    if not cfg.enable_gc:
+        return []
+    out = []
+    for tid, info in graph.tensors.items():
+        small = (cfg.gc_bytes_min > 0 and info.shape.is_static()
+                 and info.shape.as_static().prod() * info.dtype.repr_bytes < cfg.gc_bytes_min)
+        if tid not in graph.keep and not small:
+            out.append(tid)
+    return out
 
 
 def _isl_note(ms: Mapping[str, float]) -> str:
     return ", ".join(f"{k} {v:.0f} ms" for k, v in ms.items())
 
 
-def _write_profile(cfg: ExecutionConfig, timings: dict[str, float]) -> None:
-    if not cfg.writes_artefacts():  # no ./runs/<timestamp>/ unless the user asked
-        return
+def _write(cfg: ExecutionConfig, name: str, text: str) -> None:
+    """A compile artefact under `cfg.path`; an unwritable path loses it, not the compile."""
     try:
         os.makedirs(cfg.path, exist_ok=True)
-        with open(os.path.join(cfg.path, "compilation_profile.json"), "w") as f:
-            json.dump(timings, f, indent=1)
+        with open(os.path.join(cfg.path, name), "w") as f:
+            f.write(text)
     except OSError:
         pass

@@ -13,6 +13,7 @@ import os
 import resource
 import statistics
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -75,7 +76,9 @@ class _Prog:
 def _build(kind: str, kw: dict[str, Any]) -> _Prog | _Gpt2:
     if kind == "gpt2":
         return _Gpt2(**kw)
-    return _Prog({"mlp": mlp_adam, "rnn": rnn_bptt, "ppo": ppo_shaped}[kind](**kw))
+    builders: dict[str, Callable[..., Program]] = {"mlp": mlp_adam, "rnn": rnn_bptt,
+                                                     "ppo": ppo_shaped}
+    return _Prog(builders[kind](**kw))
 
 
 def _compile(p: _Prog | _Gpt2) -> dict[str, Any]:

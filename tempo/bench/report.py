@@ -10,7 +10,7 @@ from typing import Any
 
 import psutil
 
-from tempo.bench.experiments.common import TableSpec, fmt
+from tempo.bench.experiments.common import TableSpec, agreeing, fmt
 from tempo.bench.plots import PLOT_FILES
 from tempo.bench.registry import Experiment
 from tempo.bench.results import Record, load_records
@@ -32,7 +32,10 @@ def build_table(spec: TableSpec, records: list[Record], metric: str | None = Non
 
 
 def _markdown(tab: dict[str, dict[str, Cell]], systems: list[str],
-              ratios: tuple[tuple[str, str], ...]) -> list[str]:
+              ratios: tuple[tuple[str, str], ...],
+              bounds: dict[tuple[str, str], tuple[float, ...]] | None = None) -> list[str]:
+    """The table; a ratio cell prints the digits its claim's bounds need (`bounds`), so it
+    reads the same as the verdict below it."""
     head = ["point", *systems, *[f"{a}/{b}" for a, b in ratios]]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for row, vals in tab.items():
@@ -42,8 +45,9 @@ def _markdown(tab: dict[str, dict[str, Cell]], systems: list[str],
             cells.append(fmt(v) if isinstance(v, float) else str(v))
         for a, b in ratios:
             va, vb = vals.get(a), vals.get(b)
-            cells.append(f"{va / vb:.2f}x" if isinstance(va, float) and isinstance(vb, float)
-                         and vb > 0 else "n/a")
+            ok = isinstance(va, float) and isinstance(vb, float) and vb > 0
+            r = va / vb if ok else 0.0  # type: ignore[operator]
+            cells.append(f"{agreeing(r, (bounds or {}).get((a, b), ()))}x" if ok else "n/a")
         lines.append("| " + " | ".join(cells) + " |")
     return lines
 
@@ -95,7 +99,8 @@ def experiment_section(exp: Experiment, root: Path, quick: bool) -> str:
     rows = {spec.row(r.point.cfg) for r in measured}  # rows where some system has a number
     tab = {k: v for k, v in build_table(spec, records).items() if k in rows}
     out.append(f"**{spec.metric}** ({spec.unit}); ratios are row-wise quotients of this metric.")
-    out += ["", *_markdown(tab, systems, ratios), ""]
+    claimed = {c.ratio[:2]: c.ratio[2] for c in spec.checks if hasattr(c, "ratio")}
+    out += ["", *_markdown(tab, systems, ratios, claimed), ""]
     for metric, label, scale in spec.extra_metrics:
         extra = {k: v for k, v in build_table(spec, records, metric, scale).items()
                  if k in rows}

@@ -1,5 +1,7 @@
 """`ExecutionConfig`: every compiler/runtime switch of a compilation (API §4.2).
-A plain dataclass so programs can copy it with `dataclasses.replace` and edit fields."""
+A plain dataclass so programs can copy it with `dataclasses.replace` and edit fields.
+Which fields this Tempo implements, accepts as hints, or rejects at compile time:
+`tempo.core.config_support.FIELDS`."""
 
 from __future__ import annotations
 

@@ -230,12 +230,11 @@ class SDG:
             new_vars = self.ops[new.op_id].domain.variables
             if [v.name for v in new_vars] != [v.name for v in old_vars]:
                 raise RewriteError(f"{old!r} and {new!r} have different domains: give `via`")
-            via = IndexSequence(tuple(old_vars))
         plan = []
         for e in self.readers(old):
             if where is not None and not where(e):
                 continue
-            expr = compose(via, old_vars, e.expr)
+            expr = e.expr if via is None else compose(via, old_vars, e.expr)
             if expr is None:
                 raise RewriteError(f"cannot compose {e.expr} with {via} for {old!r} -> {new!r}")
             plan.append((e, expr))

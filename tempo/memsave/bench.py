@@ -15,7 +15,7 @@ import json
 import os
 import platform
 import time
-from typing import Any
+from typing import Any, TypedDict
 
 import torch
 
@@ -31,13 +31,26 @@ VARIANTS: list[tuple[str, tuple[str, ...], str]] = [
     ("all-bit", ALL, "bit"),
 ]
 
-FULL = dict(
+class Sizes(TypedDict):
+    """Model and search sizes of one E8 run (ints stay ints: they are shapes and counts)."""
+
+    hidden: int
+    heads: int
+    seq: int
+    layers: int
+    batch: int
+    cap_mib: float
+    repeats: int
+    max_batch: int
+
+
+FULL = Sizes(
     hidden=768, heads=12, seq=128, layers=2, batch=4, cap_mib=256.0, repeats=3, max_batch=64
 )
-QUICK = dict(hidden=32, heads=2, seq=16, layers=2, batch=2, cap_mib=32.0, repeats=3, max_batch=8)
+QUICK = Sizes(hidden=32, heads=2, seq=16, layers=2, batch=2, cap_mib=32.0, repeats=3, max_batch=8)
 
 
-def max_grad_diff(cfg: dict[str, Any], techniques: tuple[str, ...], mask_format: str) -> float:
+def max_grad_diff(cfg: Sizes, techniques: tuple[str, ...], mask_format: str) -> float:
     """Largest |grad| difference to the unconverted BertModel after one step, dropout off."""
     from tempo.memsave.convert import convert
     from tempo.memsave.probe import build_bert, inputs, train_step
@@ -53,11 +66,11 @@ def max_grad_diff(cfg: dict[str, Any], techniques: tuple[str, ...], mask_format:
     return max(
         (a.grad - b.grad).abs().max().item()
         for a, b in zip(base.parameters(), conv.parameters())
-        if a.grad is not None
+        if a.grad is not None and b.grad is not None
     )
 
 
-def inprocess_step_time(cfg: dict[str, Any], techniques: tuple[str, ...], fmt: str) -> float:
+def inprocess_step_time(cfg: Sizes, techniques: tuple[str, ...], fmt: str) -> float:
     """Median time of one training step in this process (one warm-up step first)."""
     import statistics
 

@@ -36,7 +36,7 @@ def layer_bytes(
     m = 1.0 if mask_format == "byte" else 0.125
     bsh, bsi, bas2, rows = b * S * H, b * S * I, b * A * S * S, b * S
     # input x, q, k, v, context, LN1 in, LN1 out, LN2 in; GELU in/out; two hidden-dropout masks
-    total = 8 * s * bsh + 2 * s * bsi + 2 * bsh
+    total: float = 8 * s * bsh + 2 * s * bsi + 2 * bsh
     total += 2 * s * bas2 + bas2  # P, D, attention dropout mask
     total += 4 * 4 * rows  # mean and rstd of both LNs
     if "gelu" in techniques:

@@ -8,6 +8,7 @@ the largest batch under a memory budget, and keeps the smallest set that reaches
 from __future__ import annotations
 
 import copy
+import functools
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
@@ -157,7 +158,7 @@ def convert(
         trial = copy.deepcopy(model)
         convert_modules(trial, cand, mask_format)
         batches["+".join(cand) or "baseline"] = largest_batch(
-            lambda b, m=trial: fits(m, b), limit=max_batch
+            functools.partial(fits, trial), limit=max_batch
         )
         del trial
     best = max(batches.values())

@@ -91,7 +91,8 @@ def is_hf_attention(module: nn.Module) -> bool:
 def convert_attention(module: nn.Module, mask_format: str = "bit") -> None:
     """Point ``module`` at the memsave implementation (in place; parameters untouched)."""
     _register()
-    config = copy.copy(module.config)
+    config: Any = copy.copy(module.config)  # a HF config; nn.Module types it Tensor | Module
     config._attn_implementation_internal = IMPLEMENTATION  # no recursion into shared sub-configs
     module.config = config
-    module.memsave_mask_format = mask_format
+    # a plain attribute (read back with getattr): nn.Module's typing allows only tensors there
+    module.__dict__["memsave_mask_format"] = mask_format

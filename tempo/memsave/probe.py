@@ -37,6 +37,8 @@ def build_bert(
     from transformers import BertConfig, BertModel
 
     torch.manual_seed(seed)
+    # Any: transformers 5 takes attn_implementation through **kwargs, not its typed signature
+    eager: dict[str, Any] = {"attn_implementation": "eager"}
     cfg = BertConfig(
         vocab_size=64,
         hidden_size=hidden,
@@ -46,7 +48,7 @@ def build_bert(
         max_position_embeddings=512,
         hidden_dropout_prob=dropout,
         attention_probs_dropout_prob=dropout,
-        attn_implementation="eager",
+        **eager,
     )
     model = BertModel(cfg, add_pooling_layer=False).train()
     if techniques:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 import islpy as isl
 
+from tempo.core import naming
 from tempo.core.errors import ScheduleError
 from tempo.core.index_expr import Slice, Symbol
 from tempo.core.sdg import SDG, Edge
@@ -195,7 +196,7 @@ def order_members(sdg: SDG, members: list[int], same_point: Callable[[Edge], boo
         ready.sort()
     if len(order) != len(members):
         stuck = [sdg.ops[m] for m in members if indeg[m] > 0]
-        names = ", ".join(f"{op!r} ({op.site})" for op in stuck)
+        names = "; ".join(naming.op_label(op, sdg.names) for op in stuck)
         raise ScheduleError(
             f"no schedule orders these ops: they depend on each other at the same point: {names}"
         )

@@ -58,6 +58,7 @@ def test_report_reads_top_to_bottom(tmp_path: Path) -> None:
     assert all((tmp_path / link).exists() for link in links)
     assert any("memsave/" in link for link in links)  # E8's plots live under plots/ too
     assert "did not hold — causal seq 64 bs 4: 1.6004" in text
+    assert "| 1.6004x |" in text  # the table's ratio cell agrees with the verdict
     assert "not tested (--quick skips the max-batch search)" in text
 
 

@@ -25,7 +25,8 @@ def run(cfg: Any, num_dims: int, build: Callable[..., dict[str, RecurrentTensor]
     res = _run(cfg, num_dims, build, bounds)
     if not both_stores:  # the build has side effects (sinks into lists): run once
         return res
-    block_cfg = dataclasses.replace(cfg, enable_hybrid_tensorstore=True, enable_inplace_write=True)
+    block_cfg = dataclasses.replace(cfg, enable_hybrid_tensorstore=True, enable_inplace_write=True,
+                                    enable_lazy_slice=True)
     blocked = _run(block_cfg, num_dims, build,
                    bounds)
     optimised = _run(all_passes(block_cfg), num_dims, build, bounds)

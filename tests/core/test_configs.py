@@ -8,10 +8,11 @@ import dataclasses
 import pytest
 
 from tempo.core import configs
+from tempo.core.config_support import FIELDS, Support
 from tempo.core.configs import ExecutionConfig, get_default_path
 from tempo.core.dl_backend import DLBackendName
 from tempo.core.dtype import dtypes
-from tempo.core.errors import ConfigError, TempoError
+from tempo.core.errors import ConfigError, TempoError, UnsupportedError
 
 MiB, GiB = 2**20, 2**30
 
@@ -184,3 +185,119 @@ def test_compile_without_config_leaves_the_directory_alone(tmp_path, monkeypatch
     ctx.compile({T: 3}).execute()
     assert seen == [0.0, 2.0, 4.0]
     assert list(tmp_path.iterdir()) == []
+
+
+# ---- which fields work (tempo.core.config_support) --------------------------------------
+def _other(value: object) -> object:
+    """A valid non-default value for a field whose default is `value`."""
+    if isinstance(value, bool):
+        return not value
+    if isinstance(value, int | float):
+        return value + 1
+    return 2 if value is None else f"{value}_other"
+
+
+_FIELD_DEFAULTS = {f.name: getattr(ExecutionConfig(), f.name)
+                   for f in dataclasses.fields(ExecutionConfig)}
+_UNSUPPORTED = sorted(n for n, e in FIELDS.items() if e.support is Support.UNSUPPORTED)
+_HINTS = sorted(n for n, e in FIELDS.items() if e.support is Support.HINT)
+
+
+def _compile(cfg: ExecutionConfig) -> list[float]:
+    """Compile and run `t * 2` over T=3 with `cfg` (a new flag's error comes from here)."""
+    from tempo.api import RecurrentTensor, TempoContext
+
+    ctx = TempoContext(cfg, num_dims=1, dim_names=("t",))
+    ((t, T),) = ctx.variables_and_bounds
+    seen: list[float] = []
+    with ctx:
+        (RecurrentTensor.from_symbol(t) * 2).sink_udf(lambda v: seen.append(float(v)))
+    ctx.compile({T: 3}).execute()
+    return seen
+
+
+def test_every_field_has_exactly_one_class() -> None:
+    """A new ExecutionConfig field fails here until config_support.FIELDS classifies it."""
+    assert set(FIELDS) == set(_FIELD_DEFAULTS)
+    assert all(isinstance(e.support, Support) and e.note for e in FIELDS.values())
+
+
+def _reads(name: str) -> list[str]:
+    """Files of the tempo package that read the field `name` (as `.name` or "name").
+    configs.py declares and validates every field, and config_support.py names every field
+    in its table: there only `self.name` / `cfg.name` count (a method, the GPU check)."""
+    import re
+    from pathlib import Path
+
+    import tempo
+
+    own = {"configs.py": re.compile(rf"self\.{name}\b"),
+           "config_support.py": re.compile(rf"cfg\.{name}\b")}
+    anywhere = re.compile(rf"\.{name}\b|[\"']{name}[\"']")
+    return [str(p) for p in Path(tempo.__file__).parent.rglob("*.py")
+            if own.get(p.name, anywhere).search(p.read_text())]
+
+
+@pytest.mark.parametrize("name", sorted(FIELDS))
+def test_class_matches_the_code(name: str) -> None:
+    """Implemented fields are read somewhere; the others nowhere (implementing one means
+    moving it to IMPLEMENTED in config_support.FIELDS)."""
+    readers = _reads(name)
+    if FIELDS[name].support is Support.IMPLEMENTED:
+        assert readers, f"{name} is IMPLEMENTED but nothing reads it"
+    else:  # validate() may check a combination of fields without implementing them
+        readers = [r for r in readers if not r.endswith("configs.py")]
+        assert not readers, f"{name} is read in {readers}: reclassify it in FIELDS"
+
+
+@pytest.mark.parametrize("name", _UNSUPPORTED)
+def test_unsupported_field_raises_at_compile(name: str) -> None:
+    value = _other(_FIELD_DEFAULTS[name])
+    cfg = dataclasses.replace(ExecutionConfig.test_cfg(), **{name: value})
+    with pytest.raises(UnsupportedError) as info:
+        _compile(cfg)
+    msg = str(info.value)
+    assert f"{name}={value!r}" in msg and FIELDS[name].note in msg
+    assert f"leave it at its default ({_FIELD_DEFAULTS[name]!r})" in msg
+    assert "test_configs.py" in msg and "ctx.compile({T: 3})" in msg  # the compile line
+    assert isinstance(info.value, TempoError)
+
+
+def test_hint_fields_accept_any_value() -> None:
+    overrides = {name: _other(_FIELD_DEFAULTS[name]) for name in _HINTS}
+    assert _compile(dataclasses.replace(ExecutionConfig.test_cfg(), **overrides)) == [0, 2, 4]
+
+
+def test_deterministic_on_a_gpu_raises(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tempo.core import config_support
+
+    cfg = ExecutionConfig(dev="gpu", backend="torch", deterministic=True)
+    config_support.check_supported(dataclasses.replace(cfg, dev="cpu"), "here")
+    monkeypatch.setattr(config_support, "gpu_present", lambda: True)
+    with pytest.raises(UnsupportedError, match="deterministic=True on a GPU"):
+        config_support.check_supported(cfg, "here")
+
+
+def test_render_schedule_and_pipeline_stages_write_under_path(tmp_path) -> None:  # noqa: ANN001
+    cfg = dataclasses.replace(ExecutionConfig.test_cfg(), path=f"{tmp_path}/",
+                              render_schedule=True, visualize_pipeline_stages=True)
+    assert _compile(cfg) == [0, 2, 4]
+    assert "for " in (tmp_path / "schedule.txt").read_text()
+    for name in ("sdg_0_recorded.dot", "sdg_1_optimised.dot"):
+        assert (tmp_path / name).read_text().startswith("digraph sdg {")
+
+
+def test_gc_bytes_min_keeps_small_points() -> None:
+    from tempo.api.compile_driver import _collected
+    from tempo.core.domain import Domain
+    from tempo.core.sdg import SDG, TensorId, TensorInfo
+    from tempo.core.shape import Shape
+
+    g = SDG(Domain.empty())
+    small, big = TensorId(0, 0), TensorId(1, 0)
+    g.tensors = {small: TensorInfo(Shape.from_((2,)), dtypes.float32),
+                 big: TensorInfo(Shape.from_((100,)), dtypes.float32)}
+    cfg = ExecutionConfig.test_cfg()
+    assert _collected(g, dataclasses.replace(cfg, enable_gc=True)) == [small, big]
+    assert _collected(g, dataclasses.replace(cfg, enable_gc=True, gc_bytes_min=9)) == [big]
+    assert _collected(g, cfg) == []

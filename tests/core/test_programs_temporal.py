@@ -324,7 +324,8 @@ def test_block_store_history_reads_are_views_and_correct(cfg) -> None:
     from tempo.runtime.stores import BlockStore
 
     got: list[torch.Tensor] = []
-    bcfg = dataclasses.replace(cfg, enable_hybrid_tensorstore=True, enable_inplace_write=True)
+    bcfg = dataclasses.replace(cfg, enable_hybrid_tensorstore=True, enable_inplace_write=True,
+                               enable_lazy_slice=True)
     ctx = TempoContext(bcfg, num_dims=1)
     (t, T), = ctx.variables_and_bounds
     with ctx:

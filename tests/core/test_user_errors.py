@@ -307,6 +307,14 @@ def backward_of_a_non_scalar(cfg: ExecutionConfig) -> None:
         loss.backward()  # MISTAKE
 
 
+def backward_of_a_tensor_without_requires_grad(cfg: ExecutionConfig) -> None:
+    ctx, t, T = ctx1(cfg)
+    with ctx:
+        w = RT.ones((3,), requires_grad=False)
+        loss = w.sum()
+        loss.backward()  # MISTAKE
+
+
 def optimizer_step_without_backward(cfg: ExecutionConfig) -> None:
     from tempo.api.nn import Linear
     from tempo.api.optim.optim import SGD
@@ -424,6 +432,7 @@ CASES: list[tuple[Callable[[ExecutionConfig], None], type[Exception], tuple[str,
     (cast_to_an_unknown_dtype, errors.DTypeError, ("float33",)),
     (backward_of_a_non_scalar, errors.ShapeError, ("scalar",)),
     (optimizer_step_without_backward, errors.TempoError, (".grad", "backward()")),
+    (backward_of_a_tensor_without_requires_grad, errors.TempoError, ("requires_grad",)),
     (source_udf_of_the_wrong_shape, errors.ShapeError, ("(4,)", "(3,)", "source_udf")),
     (source_with_ts_udf_of_the_wrong_dtype, errors.DTypeError, ("int64", "float32")),
     (map_udf_of_the_wrong_shape, errors.ShapeError, ("()", "(3,)", "map_udf")),

@@ -47,7 +47,8 @@ def backward(x: RT, grad: Any = None) -> None:
     """
     ctx = x._ctx_mgr
     if x.requires_grad is False:
-        raise TempoError(f"backward() of {x.tensor_id!r}, which does not require grad",
+        raise TempoError(f"backward() of {naming.op_label(x.op, x.sdg.names)}, which does not "
+                         "require grad (no input was made with requires_grad=True)",
                          site=user_site())
     if grad is None and len(x.shape) != 0:
         raise ShapeError(f"backward() without grad needs a scalar loss, got shape {x.shape}",

@@ -8,20 +8,36 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
-TINY_LLAMA = dict(hidden_size=256, num_hidden_layers=4, num_attention_heads=8,
-                  num_key_value_heads=2, intermediate_size=768, rope_theta=500000.0,
-                  rms_norm_eps=1e-5, vocab_size=2048, tie_word_embeddings=True)
+
+class TinyLlama(TypedDict):
+    """`LlamaConfig` keywords of the tiny model, typed (ints stay ints for shapes)."""
+
+    hidden_size: int
+    num_hidden_layers: int
+    num_attention_heads: int
+    num_key_value_heads: int
+    intermediate_size: int
+    rope_theta: float
+    rms_norm_eps: float
+    vocab_size: int
+    tie_word_embeddings: bool
+
+
+TINY_LLAMA = TinyLlama(hidden_size=256, num_hidden_layers=4, num_attention_heads=8,
+                       num_key_value_heads=2, intermediate_size=768, rope_theta=500000.0,
+                       rms_norm_eps=1e-5, vocab_size=2048, tie_word_embeddings=True)
 
 
 def hf_config(n_layers: int = 4, max_pos: int = 4096) -> Any:
     """`LlamaConfig` of the tiny model (no rope scaling, no biases, head_dim 32)."""
     from transformers import LlamaConfig
 
-    kw = dict(TINY_LLAMA, num_hidden_layers=n_layers)
+    # Any: transformers 5 takes rope_theta through **kwargs, absent from its typed signature
+    kw: dict[str, Any] = {**TINY_LLAMA, "num_hidden_layers": n_layers}
     return LlamaConfig(**kw, max_position_embeddings=max_pos, attention_bias=False,
                        mlp_bias=False, bos_token_id=1, eos_token_id=None, pad_token_id=0)
 

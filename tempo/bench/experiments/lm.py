@@ -50,6 +50,7 @@ def _ratio_check(num: str, den: str, lo: float, hi: float, rows: str = "") -> An
         vals = ", ".join(f"{k}: {agreeing(r, (lo, hi))}" for k, r in rs)
         return claim, ("held" if ok else "did not hold") + f" — {vals}"
 
+    check.ratio = (num, den, (lo, hi))  # type: ignore[attr-defined]  # the report's cells
     return check
 
 

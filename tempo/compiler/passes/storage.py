@@ -1,6 +1,7 @@
 """Storage choice: a tensor read through slices of one domain dimension (a growing history
 `k[0:t+1]`, a window, a whole `x[0:T]`) gets a block store along that dimension, so slice
-reads are views instead of stacking points. Everything else keeps the point store."""
+reads are views instead of stacking points. Everything else keeps the point store. Block
+stores need in-place writes and lazy (view) slices, so either config switch turns them off."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from tempo.core.sdg import SDG, TensorId
 
 def run(sdg: SDG, cfg: ExecutionConfig) -> SDG:
     sdg.block_stores = {}
-    if not (cfg.enable_hybrid_tensorstore and cfg.can_inplace_write()):
+    if not (cfg.enable_hybrid_tensorstore and cfg.can_inplace_write() and cfg.can_lazy_slice()):
         return sdg
     for tid, info in sdg.tensors.items():
         if not info.shape.is_static() or isinstance(sdg.ops[tid.op_id], ops.SinkUDFOp):

@@ -23,7 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from tempo.core import ops
+from tempo.core import naming, ops
 from tempo.core.dtype import DataType, dtypes
 from tempo.core.errors import BackendError, UnsupportedError
 from tempo.runtime.backend_registry import DLBackend
@@ -116,7 +116,8 @@ class JaxBackend:
     def kernel(self, op: ops.Op) -> Kernel:
         factory = KERNELS.get(op.name)
         if factory is None:
-            raise BackendError(f"the jax backend has no kernel for {op!r}", site=op.site)
+            raise BackendError(f"the jax backend has no kernel for "
+                               f"{naming.op_label(op)}", site=op.site)
         # no per-call wrapper: the executor names a failing op by its generated line
         return factory(op, self)
 

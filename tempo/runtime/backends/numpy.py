@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from tempo.core import ops
+from tempo.core import naming, ops
 from tempo.core.dtype import DataType
 from tempo.core.errors import BackendError
 from tempo.runtime.backend_registry import DLBackend
@@ -160,7 +160,8 @@ class NumpyBackend:
     def kernel(self, op: ops.Op) -> Kernel:
         factory = KERNELS.get(op.name)
         if factory is None:
-            raise BackendError(f"the numpy backend has no kernel for {op!r}", site=op.site)
+            raise BackendError(f"the numpy backend has no kernel for "
+                               f"{naming.op_label(op)}", site=op.site)
         # no per-call wrapper: the executor names a failing op by its generated line
         return factory(op, self)
 

@@ -14,7 +14,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F  # noqa: N812
 
-from tempo.core import ops
+from tempo.core import naming, ops
 from tempo.core.dtype import DataType
 from tempo.core.errors import BackendError
 from tempo.runtime.backend_registry import DLBackend
@@ -129,7 +129,8 @@ class TorchBackend:
     def kernel(self, op: ops.Op) -> Kernel:
         factory = KERNELS.get(op.name)
         if factory is None:
-            raise BackendError(f"the torch backend has no kernel for {op!r}", site=op.site)
+            raise BackendError(f"the torch backend has no kernel for "
+                               f"{naming.op_label(op)}", site=op.site)
         # Failures are named by the executor (generated line -> op): no per-call wrapper.
         return factory(op, self)
 

@@ -106,6 +106,7 @@ class TrivialEnv:
             raise RuntimeError("TrivialEnv.step called before reset()")
         self.step_count += 1
         done = self.step_count >= self.max_episode_steps
+        flags: Any  # a jax, numpy or torch array: the backend's
         if self.backend == "jax":
             self.state, obs, reward = self._jax_step(self.state, action)
             import jax.numpy as jnp

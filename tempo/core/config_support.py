@@ -1,0 +1,170 @@
+"""What each `ExecutionConfig` field does in this Tempo, and the compile-time check that
+keeps the house rule "no config flag silently does nothing" (API §4.2 lists the fields of
+the original system; not every feature behind them is built here).
+
+Every field is in exactly one class (tests/core/test_configs.py checks the table covers
+every field, so a new field cannot be added without deciding its class):
+
+* IMPLEMENTED: read by the compiler or runtime and does what API §4.2 says.
+* UNSUPPORTED: the feature is not built and the API default already describes what we do
+  (a switch defaulting to off, a tuning knob of such a feature). Any other value raises
+  `UnsupportedError` at `ctx.compile`, naming the field, the compile line and the fix.
+* HINT: the feature is not built but the default asks for it (`True` = "use it where
+  available"), so every default config would ask; any value is accepted and means
+  "where available", which today is nowhere. Turning such a switch off never demands
+  anything we cannot do. Each line below says what is missing.
+
+HINT fields (accepted, no effect yet):
+
+=====================================================  =======================================
+field                                                  what is (not) implemented
+=====================================================  =======================================
+torch_compilation_backend                              torch ops run eagerly; no torch.compile
+individualize_consts_smaller_than_x_bytes              constants are shared, never duplicated
+enable_vectorization, enable_non_trivial_vectorization no vectorization pass
+reject_vec_groups_smaller_than, reject_vec_groups_...  tune the missing vectorization pass
+enable_incrementalization, incrementalization_...      no incrementalization pass
+enable_statifying_incrementalization, inc_statify_...  no statifying incrementalization
+enable_fold_pads_into_storage, enable_pad_mask_removal no padding (statify is not built)
+enable_dataflow_grouping, min/max_dataflow_group_size  no dataflow grouping: one op per launch
+enable_group_fusions                                   no groups to fuse
+enable_codegen_dataflows, enable_codegen_thunk_warmup  no per-group code generation
+enable_device_assignment                               every op runs on `dev`
+enable_donation_analysis                               no buffer donation (jax)
+enable_ast_promo                                       frees are per point, never promoted
+enable_isolate_loop_conditions                         loop conditions are not isolated
+enable_custom_thunk_launchers, enable_eval_symbol_...  one generic op launcher
+enable_symbol_prealloc_store                           symbols are evaluated per point
+min_block_store_tensor_point_size                      block stores follow reads, not sizes
+visualize_debug_stages                                 only the pipeline-stage graphs render
+torch_pinned_memory_enabled                            no pinned host memory
+M                                                      the scheduler needs no big-M constant
+=====================================================  =======================================
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from dataclasses import dataclass
+
+from tempo.core.configs import ExecutionConfig, gpu_present
+from tempo.core.device import device
+from tempo.core.errors import UnsupportedError
+
+
+class Support(enum.Enum):
+    IMPLEMENTED = "implemented"
+    UNSUPPORTED = "raises unless left at its default"
+    HINT = "accepted as a hint"
+
+
+@dataclass(frozen=True)
+class FieldSupport:
+    """A field's class and one line: what it does, or which feature is missing."""
+
+    support: Support
+    note: str
+
+
+def _entries(support: Support, note: str, *names: str) -> dict[str, FieldSupport]:
+    return {n: FieldSupport(support, note) for n in names}
+
+
+_I, _U, _H = Support.IMPLEMENTED, Support.UNSUPPORTED, Support.HINT
+_GROUPING = "dataflow grouping is not built (the executor launches one op at a time)"
+_SWAP = "swapping tensors to host memory is not built"
+
+FIELDS: dict[str, FieldSupport] = {
+    **_entries(_I, "run directory of compile artefacts", "path"),
+    **_entries(_I, "device and runtime backend", "dev", "backend"),
+    **_entries(_I, "switches its pass of compiler/pipeline.py", "enable_dead_code_elim",
+               "enable_broadcast_elim", "enable_constant_folding",
+               "enable_duplicate_code_elim", "enable_algebraic_optimizer",
+               "enable_domain_reduction"),
+    **_entries(_I, "algebraic rules to skip", "algebraic_optims_to_disable"),
+    **_entries(_I, "block stores write points in place (never on jax)", "enable_inplace_write"),
+    **_entries(_I, "slice reads of block stores are views (never on jax)", "enable_lazy_slice"),
+    **_entries(_I, "block stores for tensors read through slices", "enable_hybrid_tensorstore"),
+    **_entries(_I, "frees each point after its last read", "enable_gc"),
+    **_entries(_I, "points smaller than this many bytes are never freed", "gc_bytes_min"),
+    **_entries(_I, "CPU kernels are deterministic for a seed; a GPU raises", "deterministic"),
+    **_entries(_I, "seeds every backend's generator and data shuffling", "seed"),
+    **_entries(_I, "writes the recorded and optimised graphs (DOT) under path",
+               "visualize_pipeline_stages"),
+    **_entries(_I, "checks the graph after every pass", "validate_pipeline_stages"),
+    **_entries(_I, "writes executor.schedule_text() to <path>/schedule.txt", "render_schedule"),
+    **_entries(_I, "checks every op's outputs against its inferred shapes", "executor_debug_mode"),
+    **_entries(_I, "IndexSelect/IndexAdd ops, else gather/scatter", "enable_index_ops"),
+    **_entries(_I, "MatMul op, else mul + sum", "enable_matmul_ops"),
+    **_entries(_I, "jax's 64-bit types (torch and numpy always have them)", "enable_x64"),
+    **_entries(_I, "stores raise past this many live bytes", "device_memory_cap_bytes"),
+    **_entries(_U, _GROUPING, "enable_conservative_grouping", "enable_group_fissions"),
+    **_entries(_U, "code generation of dataflows is not built",
+               "enable_codegen_dynamic_dataflows"),
+    **_entries(_U, _SWAP, "enable_swap", "swap_bytes_min", "runtime_tensor_prefetch_amount_point",
+               "runtime_tensor_prefetch_amount_block", "torch_pinned_prealloc_size_bytes"),
+    **_entries(_U, "tensors without a block store always fall back to point stores",
+               "enable_point_store_fallback"),
+    **_entries(_U, "no generated kernels to profile", "profile_codegen_kernels"),
+    **_entries(_U, "per-op executor profiling is not built (tempo.utils has TorchProfiler, "
+               "JaxProfiler and Profiler)", "enable_exec_op_profiling",
+               "exec_op_profiling_sync_after_each"),
+    **_entries(_U, "no default bound: every bound comes from ctx.compile(bounds)",
+               "default_dim_upper_bound_size"),
+    **_entries(_U, "the executor runs on one thread, no worker pool", "num_executor_pool_workers"),
+    **_entries(_U, "parallel block detection is not built", "enable_parallel_block_detection"),
+    **_entries(_H, "torch ops run eagerly; no torch.compile", "torch_compilation_backend"),
+    **_entries(_H, "constants are shared, never duplicated",
+               "individualize_consts_smaller_than_x_bytes"),
+    **_entries(_H, "vectorization is not built", "enable_vectorization",
+               "enable_non_trivial_vectorization", "reject_vec_groups_smaller_than",
+               "reject_vec_groups_with_external_deps_ratio_greater_than"),
+    **_entries(_H, "incrementalization is not built", "enable_incrementalization",
+               "incrementalization_percentile", "incrementalize_mem_threshold",
+               "enable_statifying_incrementalization", "inc_statify_block_size",
+               "enable_fold_pads_into_storage", "enable_pad_mask_removal"),
+    **_entries(_H, _GROUPING, "enable_dataflow_grouping", "min_dataflow_group_size",
+               "max_dataflow_group_size", "enable_group_fusions"),
+    **_entries(_H, "code generation of dataflows is not built", "enable_codegen_dataflows",
+               "enable_codegen_thunk_warmup"),
+    **_entries(_H, "every op runs on the configured device", "enable_device_assignment"),
+    **_entries(_H, "no buffer donation", "enable_donation_analysis"),
+    **_entries(_H, "frees are per point, never promoted to blocks", "enable_ast_promo"),
+    **_entries(_H, "loop conditions are not isolated", "enable_isolate_loop_conditions"),
+    **_entries(_H, "one generic op launcher", "enable_custom_thunk_launchers",
+               "enable_eval_symbol_launcher"),
+    **_entries(_H, "symbols are evaluated per point", "enable_symbol_prealloc_store"),
+    **_entries(_H, "block stores follow the reads, not tensor sizes",
+               "min_block_store_tensor_point_size"),
+    **_entries(_H, "only the pipeline-stage graphs are written", "visualize_debug_stages"),
+    **_entries(_H, "no pinned host memory", "torch_pinned_memory_enabled"),
+    **_entries(_H, "the scheduler needs no big-M constant", "M"),
+}
+
+
+def check_supported(cfg: ExecutionConfig, site: str) -> None:
+    """Raise `UnsupportedError` at compile time for every field set to a value this Tempo
+    cannot honour, so a ported program learns at its compile line, not from its results."""
+    defaults = {f.name: _default(f) for f in dataclasses.fields(ExecutionConfig)}
+    bad = [f"{name}={getattr(cfg, name)!r}: {entry.note}; leave it at its default "
+           f"({defaults[name]!r})" for name, entry in FIELDS.items()
+           if entry.support is Support.UNSUPPORTED and getattr(cfg, name) != defaults[name]]
+    if cfg.deterministic and _on_gpu(cfg):
+        bad.append("deterministic=True on a GPU: Tempo does not switch the backends to "
+                   "deterministic GPU kernels; run with dev='cpu' or deterministic=False")
+    if bad:
+        lines = "\n  ".join(bad)
+        raise UnsupportedError("ExecutionConfig asks for features this Tempo does not "
+                               f"implement (API §4.2 lists what is built):\n  {lines}",
+                               site=site)
+
+
+def _default(f: dataclasses.Field) -> object:
+    if f.default_factory is not dataclasses.MISSING:
+        return f.default_factory()
+    return f.default
+
+
+def _on_gpu(cfg: ExecutionConfig) -> bool:
+    return device.from_(cfg.dev).is_gpu and gpu_present()
