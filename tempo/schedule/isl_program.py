@@ -15,7 +15,7 @@ from tempo.core.errors import IndexExprError
 from tempo.core.index_expr import Slice, Symbol
 from tempo.core.sdg import SDG, Edge, TensorId
 from tempo.schedule.domains import executed_domains
-from tempo.schedule.grouping import group_ops, is_basis, order_members
+from tempo.schedule.grouping import Groups, group_ops, is_basis, order_members
 
 SRC_SUFFIX = "__s"
 
@@ -142,12 +142,15 @@ def analyse(sdg: SDG, bounds: dict[Symbol, int]) -> Analysis:
 
 
 def build_program(sdg: SDG, bounds: dict[Symbol, int], stored: list[TensorId],
-                  an: Analysis | None = None) -> IslProgram:
+                  an: Analysis | None = None, group: bool = True) -> IslProgram:
     """Statements, exact dependences, and free statements for `stored` tensors."""
     an = an or analyse(sdg, bounds)
     params, context, executed, edge_maps = an.params, an.context, an.executed, an.edge_maps
     edges = [e for es in sdg.in_edges.values() for e in es]
-    groups = group_ops(sdg, {op_id: executed[stmt_name(op_id)] for op_id in sdg.ops})
+    if group:
+        groups = group_ops(sdg, {op_id: executed[stmt_name(op_id)] for op_id in sdg.ops})
+    else:  # one statement per op: slower for isl, but no join can hide an order
+        groups = Groups({i: [i] for i in sdg.ops}, {i: i for i in sdg.ops})
     rep = groups.rep_of
     stmt_domains = {stmt_name(r): executed[stmt_name(r)] for r in groups.members}
 

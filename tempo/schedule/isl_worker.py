@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import select
 import signal
+import warnings
 
 import islpy as isl
 
@@ -24,7 +25,11 @@ def compute_schedule(sc: isl.ScheduleConstraints) -> isl.Schedule:
     if not hasattr(os, "fork"):  # no fork (Windows): schedule in-process
         return _schedule_text(text, sc.get_ctx())
     r, w = os.pipe()
-    pid = os.fork()
+    with warnings.catch_warnings():
+        # The worker only runs isl (C, its own allocations): the threads of torch/JAX in
+        # this process never run in it, which is what the fork warning is about.
+        warnings.simplefilter("ignore", RuntimeWarning)
+        pid = os.fork()
     if pid == 0:  # the worker: schedule, write the result, exit without cleanup
         os.close(r)
         signal.signal(signal.SIGINT, signal.SIG_DFL)

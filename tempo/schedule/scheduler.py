@@ -76,22 +76,26 @@ def compute_schedule(
             from tempo.schedule.explain import cycle_error
 
             raise cycle_error(rest, cycle) from None
-    prog = build_program(rest, bounds, stored, an)
-    t2 = time.perf_counter()
-    validity = prog.deps.union(prog.free_deps)
-    proximity = validity
-    sc = (
-        isl.ScheduleConstraints.on_domain(prog.domains)
-        .set_context(prog.context)
-        .set_validity(validity)
-        .set_proximity(proximity)
-    )
-    try:
-        sched = isl_worker.compute_schedule(sc)
-    except isl_worker.IslScheduleError as exc:
+    sched, prog = None, None
+    for group in (True, False):  # grouped first; a join can make isl fail, ungrouped not
+        prog = build_program(rest, bounds, stored, an, group=group)
+        t2 = time.perf_counter()
+        validity = prog.deps.union(prog.free_deps)
+        sc = (
+            isl.ScheduleConstraints.on_domain(prog.domains)
+            .set_context(prog.context)
+            .set_validity(validity)
+            .set_proximity(validity)
+        )
+        try:
+            sched = isl_worker.compute_schedule(sc)
+            break
+        except isl_worker.IslScheduleError:
+            continue
+    if sched is None or prog is None:
         from tempo.schedule.explain import cycle_error
 
-        raise cycle_error(rest, same_point_cycle(rest, prog)) from exc
+        raise cycle_error(rest, same_point_cycle(rest, an))
     t3 = time.perf_counter()
     build = isl.AstBuild.from_context(prog.context)
     ast = build.node_from_schedule(sched)
