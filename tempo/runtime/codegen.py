@@ -3,7 +3,7 @@ are inlined arithmetic, each Exec is one call of a pre-bound kernel: no tree wal
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,7 +21,8 @@ class UndefinedPointError(TempoError, RuntimeError):
 @dataclass
 class Generated:
     source: str
-    fn: Callable[[], None]
+    # run(); with steps=True a generator yielding None per outer iteration, names at barriers
+    fn: Callable[[], Iterator[str | None] | None]
     namespace: dict[str, Any] = field(default_factory=dict)
     line_ops: dict[int, int] = field(default_factory=dict)
 
@@ -71,9 +72,10 @@ class CodeGen:
         if all(not isinstance(m, Slice) for m in members):
             return f"{src}[{self._key([m.to_py(names) for m in members])}]"
         d = self.blocked.get(edge.src)
-        if d is not None and isinstance(members[d], Slice):
+        along = members[d] if d is not None else None
+        if isinstance(along, Slice):
             pre = [m.to_py(names) for k, m in enumerate(members) if k != d]
-            lo, hi = members[d].bounds_py(names)  # type: ignore[union-attr]
+            lo, hi = along.bounds_py(names)
             return f"{src}.read_slice({self._key(pre)}, {lo}, {hi})"
         parts = []
         for m in members:

@@ -11,6 +11,7 @@ from tempo.core.sdg import TensorId
 from tempo.schedule.tree import Exec, Free, If, Loop, Node, Seq, While
 
 _T = isl.ast_expr_op_type
+_N = isl.ast_node_type
 _BINARY = {
     _T.add: "+",
     _T.sub: "-",
@@ -24,9 +25,9 @@ _BINARY = {
     _T.lt: "<",
     _T.ge: ">=",
     _T.gt: ">",
-    _T.and_: "and",
+    _T.__members__["and_"]: "and",  # by name: islpy's stub omits members named after keywords
     _T.and_then: "and",
-    _T.or_: "or",
+    _T.__members__["or_"]: "or",
     _T.or_else: "or",
 }
 
@@ -38,7 +39,7 @@ def expr_py(e: isl.AstExpr) -> str:
         return str(e.get_val().to_python())
     if kind == isl.ast_expr_type.id:
         return e.get_id().get_name()
-    op = e.get_op_type()
+    op = _T(e.get_op_type())  # the enum member itself (islpy's stub says int)
     args = [expr_py(e.get_op_arg(i)) for i in range(e.get_op_n_arg())]
     if op in _BINARY:
         return f"({args[0]} {_BINARY[op]} {args[1]})"
@@ -83,7 +84,7 @@ def ast_to_tree(node: isl.AstNode, prog: Statements) -> Node:
     if kind == isl.ast_node_type.block:
         children = node.block_get_children()
         return Seq([ast_to_tree(children.get_at(i), prog) for i in range(children.n_ast_node())])
-    if kind == isl.ast_node_type.for_:
+    if kind == _N.__members__["for_"]:  # by name, as in _BINARY
         it = expr_py(node.for_get_iterator())
         init = expr_py(node.for_get_init())
         step = int(node.for_get_inc().get_val().to_python())
@@ -92,7 +93,7 @@ def ast_to_tree(node: isl.AstNode, prog: Statements) -> Node:
         if hi is None:
             return While(it, init, expr_py(node.for_get_cond()), step, body)
         return Loop(it, init, hi, step, body)
-    if kind == isl.ast_node_type.if_:
+    if kind == _N.__members__["if_"]:
         then = ast_to_tree(node.if_get_then_node(), prog)
         else_ = ast_to_tree(node.if_get_else_node(), prog) if node.if_has_else_node() else None
         return If(expr_py(node.if_get_cond()), then, else_)
@@ -103,9 +104,9 @@ def ast_to_tree(node: isl.AstNode, prog: Statements) -> Node:
         if name in prog.frees:
             return Seq([Free(tid, point) for tid in prog.frees[name]])
         rep = int(name[1:])
-        body: list[Node] = [Exec(m, point) for m in prog.groups[rep]]
-        body += [Free(tid, point) for tid in prog.after_group.get(rep, [])]
-        return body[0] if len(body) == 1 else Seq(body)
+        nodes: list[Node] = [Exec(m, point) for m in prog.groups[rep]]
+        nodes += [Free(tid, point) for tid in prog.after_group.get(rep, [])]
+        return nodes[0] if len(nodes) == 1 else Seq(nodes)
     if kind == isl.ast_node_type.mark:
         return ast_to_tree(node.mark_get_node(), prog)
     raise ScheduleError(f"isl AST node {kind} is not supported")

@@ -12,7 +12,7 @@ import islpy as isl
 
 from tempo.core.domain import Domain
 from tempo.core.errors import IndexExprError
-from tempo.core.index_expr import Slice, Symbol
+from tempo.core.index_expr import IntIndexValue, Slice, Symbol
 from tempo.core.sdg import SDG, Edge, TensorId
 from tempo.schedule.domains import executed_domains
 from tempo.schedule.grouping import Groups, group_ops, is_basis, order_members
@@ -192,9 +192,9 @@ def build_program(sdg: SDG, bounds: dict[Symbol, int], stored: list[TensorId],
             frees[fname] = []
             src_dom = stmt_domains[stmt_name(r)]
             stmt_domains[fname] = src_dom.set_tuple_name(fname)
-            ident = isl.Map.identity(src_dom.get_space().map_from_set()).intersect_domain(src_dom)
-            ident = ident.set_tuple_name(isl.dim_type.out, fname)
-            free_deps = free_deps.union(isl.UnionMap.from_map(ident))
+            own = isl.Map.identity(src_dom.get_space().map_from_set()).intersect_domain(src_dom)
+            own = own.set_tuple_name(isl.dim_type.out, fname)
+            free_deps = free_deps.union(isl.UnionMap.from_map(own))
         frees[fname].append(tid)
         for e in readers:
             if not internal(e):
@@ -278,11 +278,11 @@ def edge_map(sdg: SDG, e: Edge, decl: str) -> isl.UnionMap:
         m = isl.Map(edge_relation_str(sdg, e, decl))
         _remember(key, m)
     except isl.Error as exc:
-        sink = sdg.ops[e.sink]
+        reader = sdg.ops[e.sink]
         raise IndexExprError(
-            f"{sink!r} reads {e.src!r} at [{e.expr}] which isl cannot represent "
+            f"{reader!r} reads {e.src!r} at [{e.expr}] which isl cannot represent "
             "(index expressions must be quasi-affine)",
-            site=sink.site,
+            site=reader.site,
         ) from exc
     return isl.UnionMap.from_map(m)
 
@@ -317,7 +317,11 @@ def _read_outside(sdg: SDG, e: Edge, decl: str, context: isl.Set) -> isl.Set:
     outs = []
     for v, member in zip(src.domain.variables, e.expr):
         ub = src.domain.bound_of(v)
-        lo, hi = (member.start, member.stop) if isinstance(member, Slice) else (member, member + 1)
+        if isinstance(member, Slice):
+            lo, hi = member.start, member.stop
+        else:  # a point read: an integer index (edges hold no boolean members)
+            assert isinstance(member, IntIndexValue), member
+            lo, hi = member, member + 1
         outs.append(_outside(lo, hi, ub))
     if not outs:
         outs = ["false"]

@@ -28,6 +28,19 @@ def param_form(s: isl.Set) -> isl.Set:
                        0, n).params()
 
 
+def _position(terms: Terms) -> int:
+    """An op's place in its innermost sequence: the int that ends its time vector."""
+    last = terms[-1]
+    assert isinstance(last, int), terms
+    return last
+
+
+def _param_names(s: isl.Set) -> set[str]:
+    """Names of the parameters of `s` (isl names every parameter; the stub allows None)."""
+    names = {s.get_dim_name(isl.dim_type.param, k) for k in range(s.dim(isl.dim_type.param))}
+    return {n for n in names if n is not None}
+
+
 def _drop_params(s: isl.Set, keep: set[str]) -> isl.Set:
     for k in reversed(range(s.dim(isl.dim_type.param))):
         if s.get_dim_name(isl.dim_type.param, k) not in keep:
@@ -95,8 +108,8 @@ class Lowering:
             return None
         if not readers:
             return p
-        last = max((e.sink for e in readers), key=lambda o: self.times[o][-1])
-        if self.times[last][-1] < self.times[p][-1]:
+        last = max((e.sink for e in readers), key=lambda o: _position(self.times[o]))
+        if _position(self.times[last]) < _position(self.times[p]):
             return None
         return last if self.pf[p].is_subset(self.pf[last]) else None
 
@@ -240,8 +253,7 @@ class Lowering:
 
     def _loop(self, n: LoopNode, ctx: isl.Set) -> list[Node]:
         leaves = _leaves(n)
-        outer = {ctx.get_dim_name(isl.dim_type.param, k)
-                 for k in range(ctx.dim(isl.dim_type.param))}
+        outer = _param_names(ctx)
         keep = outer | self.bound_names | {n.var}
         u = _drop_params(self.pf[leaves[0]], keep)
         for o in leaves[1:]:

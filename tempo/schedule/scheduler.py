@@ -58,12 +58,12 @@ def compute_schedule(
         signs = EdgeSigns(rest, an)
         builder = LoopTreeBuilder(rest, rest.ops, [v.name for v in rest.universe.variables],
                                   signs)
-        tree = builder.build()
+        loops = builder.build()
         t2 = time.perf_counter()
-        out: Node = place(rest, an, tree, stored, builder.signs)
+        out: Node = place(rest, an, loops, stored, builder.signs)
         t3 = time.perf_counter()
         if prologue:
-            out = Seq([Exec(op_id, ()) for op_id in prologue] + [out] + epilogue)
+            out = Seq([*(Exec(op_id, ()) for op_id in prologue), out, *epilogue])
         t4 = time.perf_counter()
         timings = {"isl_analyse": (t1 - t0) * 1e3, "loop_tree": (t2 - t1) * 1e3,
                    "isl_place": (t3 - t2) * 1e3}
@@ -101,7 +101,7 @@ def compute_schedule(
     ast = build.node_from_schedule(sched)
     tree: Node = ast_to_tree(ast, prog)
     if prologue:
-        tree = Seq([Exec(op_id, ()) for op_id in prologue] + [tree] + epilogue)
+        tree = Seq([*(Exec(op_id, ()) for op_id in prologue), tree, *epilogue])
     t4 = time.perf_counter()
     timings = {
         "isl_analyse": (t1 - t0) * 1e3,
