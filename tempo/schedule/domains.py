@@ -42,7 +42,7 @@ def executed_domains(
                 executed[sink] = new
                 work.append(e.sink)
     valid = dict(executed)
-    _restrict_to_demand(sdg, executed, edge_maps)
+    branch_only = _restrict_to_demand(sdg, executed, edge_maps)
     for op in sdg.topological():
         name = stmt_name(op.op_id)
         bad = full[name].subtract(valid[name])
@@ -56,7 +56,10 @@ def executed_domains(
             if not img.is_empty():
                 needed = needed.union(isl.Set.from_union_set(img.domain()))
         clash = needed.intersect(bad)
-        if not clash.is_empty() or valid[name].is_empty():
+        # An op that can never run is an error, unless it only feeds recurrence branches
+        # that are never taken (a parameter update when the update dim has one point).
+        never = valid[name].is_empty() and op.op_id not in branch_only
+        if not clash.is_empty() or never:
             where = clash if not clash.is_empty() else bad
             from tempo.schedule.explain import outside_error
 
@@ -66,10 +69,10 @@ def executed_domains(
 
 def _restrict_to_demand(
     sdg: SDG, executed: dict[str, isl.Set], edge_maps: dict[int, isl.UnionMap]
-) -> None:
+) -> set[int]:
     """Ops that only feed recurrence branches (directly or through such ops) run only where
-    a branch takes them. `s[True] = f(s.previous)` then never computes f at t = 0, where
-    it would read the future s[T-1] and no affine schedule could order it."""
+    a branch takes them; returns them. `s[True] = f(s.previous)` then never computes f at
+    t = 0, where it would read the future s[T-1] and no affine schedule could order it."""
     from tempo.schedule.isl_program import stmt_name
 
     restricted: set[int] = set()
@@ -90,3 +93,4 @@ def _restrict_to_demand(
                 needed = needed.union(isl.Set.from_union_set(img))
         executed[name] = executed[name].intersect(needed)
         restricted.add(op.op_id)
+    return restricted
