@@ -121,7 +121,7 @@ class PythonExecutor(Executor):
         return self.backend.nbytes
 
     def _kernel(self, op: ops.Op) -> Kernel:
-        k = self.backend.kernel(guard_udf(op, self._bound_values()))
+        k = self.backend.kernel(guard_udf(op, self._bound_values(), self.sdg.names))
         if self.cfg.executor_debug_mode and op.num_outputs > 0:
             return _checked(op, k, self.sdg, self.backend, self.bounds)
         return k
