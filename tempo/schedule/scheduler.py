@@ -44,9 +44,8 @@ def compute_schedule(
     compares the two)."""
     t0 = time.perf_counter()
     prologue = static_prologue(sdg)
-    rest = sdg.copy()
-    for op_id in prologue + unused_placeholders(sdg):
-        rest.remove_op(op_id)
+    cut = set(prologue) | set(unused_placeholders(sdg))
+    rest = sdg.induced_subgraph(i for i in sdg.ops if i not in cut)
     in_prologue = set(prologue)
     epilogue = [Free(tid, ()) for tid in stored if tid.op_id in in_prologue]
     stored = [tid for tid in stored if tid.op_id in rest.ops]

@@ -66,14 +66,6 @@ class Free(Node):
     point: tuple[str, ...]
 
 
-@dataclass
-class FreeBlock(Node):
-    """A promoted loop nest of frees: release every point of `tensor` in `ranges`."""
-
-    tensor: TensorId
-    ranges: tuple[tuple[str, str], ...]
-
-
 def render(node: Node, describe: dict[int, str] | None = None, indent: int = 0,
            dims: dict[int, tuple[str, ...]] | None = None) -> str:
     """The tree as readable pseudo-Python (what `executor.schedule_text()` shows); with
@@ -105,9 +97,6 @@ def render(node: Node, describe: dict[int, str] | None = None, indent: int = 0,
         return f"{pad}{name}[{', '.join(point)}]\n"
     if isinstance(node, Free):
         return f"{pad}free {node.tensor!r}[{', '.join(node.point)}]\n"
-    if isinstance(node, FreeBlock):
-        rng = ", ".join(f"{lo}:{hi}" for lo, hi in node.ranges)
-        return f"{pad}free {node.tensor!r}[{rng}]\n"
     raise TypeError(f"unknown schedule node {node!r}")
 
 
