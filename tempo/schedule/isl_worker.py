@@ -15,6 +15,8 @@ import warnings
 
 import islpy as isl
 
+from tempo.core.errors import ScheduleError
+
 
 class IslScheduleError(Exception):
     """isl found no schedule (the message is isl's)."""
@@ -57,7 +59,11 @@ def compute_schedule(sc: isl.ScheduleConstraints) -> isl.Schedule:
         raise
     finally:
         os.close(r)
-        os.waitpid(pid, 0)
+        _, status = os.waitpid(pid, 0)
+    if os.WIFSIGNALED(status):
+        sig = signal.Signals(os.WTERMSIG(status)).name
+        raise ScheduleError(f"isl's scheduler was stopped by {sig} before it finished (a CPU "
+                            "time or memory limit of this process?)")
     payload = b"".join(chunks)
     if not payload.startswith(b"OK"):
         raise IslScheduleError(payload[2:].decode(errors="replace") or "isl worker died")
