@@ -229,7 +229,7 @@ def _lift_value(value: Any, x: RTBase) -> RecurrentTensor:
         return creation.const(value, shape=tuple(x.shape), dtype=x.dtype)
     val = lift(value)
     if val.is_indexed and any(isinstance(m, ie.Slice) for m in val.read_expr):
-        val = val.ident()  # type: ignore[attr-defined]
+        val = val.ident()
     return val
 
 

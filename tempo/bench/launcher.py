@@ -157,7 +157,7 @@ def _group_child(specs: list[dict[str, object]], log_path: str) -> None:
     fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     os.dup2(fd, 1)
     os.dup2(fd, 2)
-    sys.exit(run_batch(specs))  # type: ignore[arg-type]
+    sys.exit(run_batch(specs))
 
 
 class ForkServer:

@@ -103,7 +103,7 @@ class Domain:
         if hasattr(d, "is_bound") and hasattr(d, "idx"):
             return Domain((d,))
         try:
-            members = tuple(d)  # type: ignore[arg-type]
+            members = tuple(d)
         except TypeError:
             raise DomainError(f"not a domain: {d!r}", site=user_site()) from None
         return Domain(members)

@@ -53,7 +53,7 @@ def compose(
 
 
 def _plus(e: IntIndexValue, c: int) -> IntIndexValue:
-    return e if c == 0 else (e + c)  # type: ignore[return-value]
+    return e if c == 0 else (e + c)
 
 
 def drop_member(expr: IndexSequence, position: int) -> IndexSequence:

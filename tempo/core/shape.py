@@ -138,7 +138,7 @@ class Shape:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Shape | tuple | list):
             return NotImplemented
-        other_s = Shape.from_(other)  # type: ignore[arg-type]
+        other_s = Shape.from_(other)
         return len(self) == len(other_s) and all(
             dims_equal(a, b) for a, b in zip(self._dims, other_s._dims)
         )

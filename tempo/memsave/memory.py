@@ -78,7 +78,7 @@ def bool_mask_dropout() -> Iterator[None]:
     try:
         yield
     finally:
-        torch.nn.functional.dropout = original  # type: ignore[assignment]
+        torch.nn.functional.dropout = original
 
 
 def vm_size_bytes() -> int:

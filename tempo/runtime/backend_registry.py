@@ -45,7 +45,7 @@ class DLBackend:
             DLBackend._registry[key] = cls
         if cls is None:
             raise ConfigError(f"backend {key.value!r} is not available", site=user_site())
-        return cls  # type: ignore[no-any-return]  # registry values are backend classes
+        return cls  # registry values are backend classes
 
     @staticmethod
     def registered() -> tuple[DLBackendName, ...]:

@@ -139,7 +139,7 @@ class Lowering:
         for k in range(width):
             vals = sorted({row[k] for row in padded if isinstance(row[k], int)})
             rank = {v: r for r, v in enumerate(vals)}
-            canon.append(tuple(rank.get(row[k], row[k]) for row in padded))  # type: ignore[arg-type]
+            canon.append(tuple(rank.get(row[k], row[k]) for row in padded))
         edges = tuple((shape_key("edge", self.sdg, e, self.an.decl), str(self.pf[e.sink]))
                       for e in readers)
         return (repr(self.sdg.ops[p].domain), str(self.pf[p]), edges, tuple(canon))

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 def _four(fns: InitFn | Sequence[InitFn | None] | None) -> list[InitFn | None]:
     if fns is None or callable(fns):
-        return [fns] * 4  # type: ignore[list-item]
+        return [fns] * 4
     fs = list(fns)
     if len(fs) == 1:
         return fs * 4

@@ -84,4 +84,4 @@ def const_init(value: Any) -> InitFn:
         dt = dtypes.from_(dtype) if dtype is not None else dtypes.default_float
         return _rt().const(arr.astype(dtypes.to_np(dt)), dtype=dt)
 
-    return fn  # type: ignore[return-value]
+    return fn

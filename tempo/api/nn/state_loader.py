@@ -70,4 +70,4 @@ class StateDictLoader:
                 self.state_dict, key if syms else template, shape, dt, dom
             )
 
-        return fn  # type: ignore[return-value]
+        return fn

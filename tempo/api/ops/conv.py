@@ -36,17 +36,17 @@ def conv_general(input: Any, weight: Any, n_dims: int, stride: IntOrTuple = 1,  
         raise ShapeError(f"conv{n_dims}d of input {x.shape} and weight {w.shape}",
                          site=user_site())
     if no_batch:
-        x = x.unsqueeze(0)  # type: ignore[attr-defined]
+        x = x.unsqueeze(0)
     if no_out:
-        w = w.unsqueeze(1 if transposed else 0)  # type: ignore[attr-defined]
+        w = w.unsqueeze(1 if transposed else 0)
     out = record1(ops.ConvOp, [x, w], n_dims=n_dims, stride=_tup(stride, n_dims, "stride"),
                   padding=_tup(padding, n_dims, "padding"),
                   dilation=_tup(dilation, n_dims, "dilation"), transposed=transposed,
                   output_padding=_tup(output_padding, n_dims, "output_padding"), groups=groups)
     if no_out:
-        out = out.squeeze(1)  # type: ignore[attr-defined]
+        out = out.squeeze(1)
     if no_batch:
-        out = out.squeeze(0)  # type: ignore[attr-defined]
+        out = out.squeeze(0)
     return out
 
 

@@ -192,7 +192,7 @@ class ElementwiseOps:
     floor_divide = floor_div
 
     def remainder(self, y: Any) -> RecurrentTensor:
-        return self - self.floor_div(y) * y  # type: ignore[operator]
+        return self - self.floor_div(y) * y
 
     mod = remainder
 
@@ -218,7 +218,7 @@ class ElementwiseOps:
         x = lift(self)
         if dtypes.is_bool(x.dtype):
             x = cast(x, dtypes.default_int)
-        return x * x  # type: ignore[operator]
+        return x * x
 
     squared = square
 
@@ -344,7 +344,7 @@ class ElementwiseOps:
 
     def normalize(self, mean: Any, std: Any, eps: float = 1e-8) -> RecurrentTensor:
         """(x - mean) / (std + eps)."""
-        return (self - mean) / (lift(std) + eps)  # type: ignore[operator]
+        return (self - mean) / (lift(std) + eps)
 
     def less_than_or_equal(self, y: Any) -> RecurrentTensor:
         return binary("le", self, y)

@@ -34,7 +34,7 @@ def gather(src: Any, dim: int, index: Any) -> RecurrentTensor:
     src, idx = lift(src), _idx(index)
     d = _norm(dim, src.ndim)
     if src.ndim == 1 and idx.ndim != 1:
-        return src.index(d, idx)  # type: ignore[attr-defined]
+        return src.index(d, idx)
     return record1(ops.GatherOp, [src, idx], dim=d)
 
 
@@ -62,8 +62,8 @@ def scatter_into(x: Any, dim: int, index: Any, src: Any) -> RecurrentTensor:
     dt = dtypes.int8 if dtypes.is_bool(x.dtype) else x.dtype
     hits = scatter_add(zeros(x.shape, dtypes.default_int), dim, idx,
                        ones(idx.shape, dtypes.default_int))
-    vals = scatter_add(zeros(x.shape, dt), dim, idx, src.cast(dt))  # type: ignore[attr-defined]
-    return (hits > 0).where(vals.cast(x.dtype), x)  # type: ignore[attr-defined]
+    vals = scatter_add(zeros(x.shape, dt), dim, idx, src.cast(dt))
+    return (hits > 0).where(vals.cast(x.dtype), x)
 
 
 def index_add(x: Any, dim: int, index: Any, src: Any, alpha: float = 1.0) -> RecurrentTensor:
@@ -71,7 +71,7 @@ def index_add(x: Any, dim: int, index: Any, src: Any, alpha: float = 1.0) -> Rec
     one slice: `src` either lacks `dim` or keeps it with size 1 (torch's 1-element index)."""
     x, src, idx = lift(x), lift(src), _idx(index)
     if idx.ndim == 0 and src.ndim == x.ndim and x.ndim > 0:
-        idx = idx.reshape((1,))  # type: ignore[attr-defined]
+        idx = idx.reshape((1,))
     d = _norm(dim, x.ndim)
     if not active_ctx().execution_config.enable_index_ops:
         return _index_add_by_scatter(x, d, idx, src, alpha)
@@ -93,7 +93,7 @@ def index_select_by_gather(x: Any, d: int, idx: Any) -> RecurrentTensor:
     shape[d] = i.shape[0]
     like = x.slice_dim(d, 0, 1).expand(tuple(shape))
     out = gather(x, d, _spread(i, like, d))
-    return out.squeeze(d) if one else out  # type: ignore[attr-defined, no-any-return]
+    return out.squeeze(d) if one else out
 
 
 def _index_add_by_scatter(x: Any, d: int, idx: Any, src: Any, alpha: float) -> RecurrentTensor:
@@ -110,7 +110,7 @@ def one_hot(class_int: Any, num_classes: int) -> RecurrentTensor:
     from tempo.api.ops.creation import arange
 
     c = _idx(class_int)
-    hot = arange(num_classes, dtype=c.dtype) == c.unsqueeze(-1)  # type: ignore[attr-defined]
+    hot = arange(num_classes, dtype=c.dtype) == c.unsqueeze(-1)
     return hot.cast(c.dtype)
 
 

@@ -283,7 +283,7 @@ class MovementOps:
 def broadcast_tensors(*xs: Any) -> list[RecurrentTensor]:
     ts = [lift(x) for x in xs]
     shape = Shape.broadcast(*(t.shape for t in ts))
-    return [t.expand(shape) for t in ts]  # type: ignore[attr-defined]
+    return [t.expand(shape) for t in ts]
 
 
 def upcast_tensors(*xs: Any) -> list[RecurrentTensor]:

@@ -41,7 +41,7 @@ def _elementwise_extreme(xs: list[Any], which: str) -> tuple[Any, Any]:
     dt = dtypes.upcast(*(t.dtype for t in ts))
     st = stack([t.cast(dt).expand(shape) for t in ts], dim=0)
     assert isinstance(st, RTBase)
-    return st.max(0) if which == "max" else st.min(0)  # type: ignore[attr-defined]
+    return st.max(0) if which == "max" else st.min(0)
 
 
 def _order_reversed(x: Any) -> tuple[Any, Any]:
@@ -102,10 +102,10 @@ class ReduceOps:
         x = self if dtypes.is_float(self.dtype) else self.cast(dtypes.default_float)  # type: ignore[attr-defined]
         total = x.sum(ds, keepdim)
         if isinstance(n, int):
-            return total / n  # type: ignore[operator]
+            return total / n
         from tempo.api.ops.creation import from_expr
 
-        return total / from_expr(n).cast(total.dtype)  # type: ignore[operator]
+        return total / from_expr(n).cast(total.dtype)
 
     def max(self, dim: Any = None, keepdim: Any = False, *more: Any) -> Any:
         """Without `dim`, the max over all dims; with `dim`, (values, indices) (API §7.8).
@@ -163,7 +163,7 @@ class ReduceOps:
             m = m.max(d, keepdim=True)[0]
         m = m.detach()
         m = m.isinf().where(0.0, m)  # all -inf (or an inf) must not become inf - inf = nan
-        out = (self - m).exp().sum(ds, keepdim=True).ln() + m  # type: ignore[operator]
+        out = (self - m).exp().sum(ds, keepdim=True).ln() + m
         return out if keepdim else out.squeeze(ds)
 
     def std(self, dims: int | Sequence[int] | None = None, correction: float = 1.0,
@@ -174,7 +174,7 @@ class ReduceOps:
         for d in ds:
             n = n * self.shape[d]  # type: ignore[attr-defined]
         mu = self.mean(ds, keepdim=True)
-        sq = ((self - mu) ** 2).sum(ds, keepdim=keepdim)  # type: ignore[operator]
+        sq = ((self - mu) ** 2).sum(ds, keepdim=keepdim)
         if isinstance(n, int):
             return (sq / (n - correction)).sqrt()
         from tempo.api.ops.creation import from_expr
@@ -191,7 +191,7 @@ class ReduceOps:
             out = self.flatten().cumprod(0).index(0, -1)  # type: ignore[attr-defined]
             return out.reshape((1,) * self.ndim) if keepdim else out  # type: ignore[attr-defined]
         d = _dims(dims, self.ndim)[0]  # type: ignore[attr-defined]
-        out = self.cumprod(d).index(d, -1)  # type: ignore[attr-defined]
+        out = self.cumprod(d).index(d, -1)
         return out.unsqueeze(d) if keepdim else out
 
     def cumprod(self, dim: int = -1, positive: bool = False) -> RecurrentTensor:
@@ -229,7 +229,7 @@ class ReduceOps:
         d = _dims(dim, self.ndim)[0]  # type: ignore[attr-defined]
         w = _gamma_powers(gamma, self.shape[d], self.dtype)  # type: ignore[attr-defined]
         w = w.reshape((-1,) + (1,) * (self.ndim - d - 1))  # type: ignore[attr-defined]
-        return (self * w).sum(d, keepdim)  # type: ignore[operator]
+        return (self * w).sum(d, keepdim)
 
     def discounted_cum_sum(self, gamma: Any, dim: int = 0,
                            keep_symbolic_dim: bool = True) -> RecurrentTensor:

@@ -20,7 +20,7 @@ def _missing() -> str | None:
 class _MemsaveSystem(System):
     """Resolves availability at run time, so the entry works as soon as the module lands."""
 
-    def missing_reason(self, cfg: dict | None = None) -> str | None:  # type: ignore[override]
+    def missing_reason(self, cfg: dict | None = None) -> str | None:
         return _missing()
 
 

@@ -27,7 +27,7 @@ def _param_key(v: object) -> Hashable:
         return ("domain", repr(v))
     try:
         hash(v)
-        return v  # type: ignore[return-value]
+        return v
     except TypeError:
         return ("id", id(v))
 

@@ -56,7 +56,7 @@ class IndexExpr:
             return True
         if not isinstance(other, IndexExpr):
             try:
-                other = lift_to_ie(other)  # type: ignore[arg-type]
+                other = lift_to_ie(other)
             except IndexExprError:
                 return False
         return self._hash == other._hash and self._key() == other._key()
@@ -66,7 +66,7 @@ class IndexExpr:
         Uses isl for quasi-affine expressions, sympy otherwise (see `isl_bridge`)."""
         from tempo.core.index_expr.isl_bridge import logical_eq_pair
 
-        return logical_eq_pair(self, lift_to_ie(other))  # type: ignore[arg-type]
+        return logical_eq_pair(self, lift_to_ie(other))
 
     def symbols_used(self) -> set[Symbol]:
         """Every symbol in the tree, variables and bounds."""

@@ -198,7 +198,7 @@ def bound_symbols(names: str, start_idx: int = 0) -> Any:
 def compile_py(e: IndexExpr, arg_names: Sequence[str]) -> Callable[..., Any]:
     """`lambda *arg_names: <e.to_py()>` compiled once (a helper for tests and the runtime)."""
     src = f"lambda {', '.join(arg_names)}: {e.to_py()}"
-    return eval(compile(src, f"<index_expr {e}>", "eval"), dict(PY_GLOBALS))  # type: ignore[no-any-return]
+    return eval(compile(src, f"<index_expr {e}>", "eval"), dict(PY_GLOBALS))
 
 
 # Call-time dependencies, imported last to close the node <-> constructor cycle (see __init__).

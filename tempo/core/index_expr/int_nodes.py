@@ -125,7 +125,7 @@ class IntIndexValue(IndexValue):
         factors divided out of `//` and `%` by constants."""
         e = super().simplify()
         if isinstance(e, (Add, Sub, Neg, Mul)):
-            return _from_linear(*_linear(e))  # type: ignore[arg-type]
+            return _from_linear(*_linear(e))
         if isinstance(e, (FloorDivision, Modulos)):
             d = _const_int(e.right_operand)
             if d is not None and d != 0:
@@ -472,7 +472,7 @@ class Min(_MinMax):
     NAME = "min"
 
     def _rebuild(self, c: Sequence[IndexExpr]) -> IndexExpr:
-        return min(*c)  # type: ignore[arg-type]
+        return min(*c)
 
 
 class Max(_MinMax):
@@ -482,7 +482,7 @@ class Max(_MinMax):
     NAME = "max"
 
     def _rebuild(self, c: Sequence[IndexExpr]) -> IndexExpr:
-        return max(*c)  # type: ignore[arg-type]
+        return max(*c)
 
 
 @dataclass(frozen=True, eq=False, repr=False)

@@ -128,7 +128,7 @@ def _isl_logical_eq(a: ie.IndexExpr, b: ie.IndexExpr) -> bool:
 
 def to_sympy(e: ie.IndexExpr) -> Any:
     """The sympy form of an integer or boolean expression (symbols are integer sympy symbols)."""
-    import sympy as sp  # type: ignore[import-untyped]
+    import sympy as sp
 
     def go(x: ie.IndexExpr) -> Any:
         if isinstance(x, ie.Symbol):
@@ -167,7 +167,7 @@ def to_sympy(e: ie.IndexExpr) -> Any:
 
 
 def _sympy_logical_eq(a: ie.IndexExpr, b: ie.IndexExpr) -> bool:
-    import sympy as sp  # type: ignore[import-untyped]
+    import sympy as sp
 
     sa, sb = to_sympy(a), to_sympy(b)
     if isinstance(a, ie.BooleanIndexValue):

@@ -57,7 +57,7 @@ def _linear(e: IntIndexValue) -> tuple[_Terms, Number]:
         return ta, ca + sign * cb
     if isinstance(e, Neg) or (isinstance(e, Mul) and _const_int(e.left_operand) is not None):
         f = -1 if isinstance(e, Neg) else e.left_operand.const  # type: ignore[attr-defined]
-        inner = e.operand if isinstance(e, Neg) else e.right_operand  # type: ignore[attr-defined]
+        inner = e.operand if isinstance(e, Neg) else e.right_operand
         t, c = _linear(inner)
         return {k: (x, f * v) for k, (x, v) in t.items()}, f * c
     return {e._key(): (e, 1)}, 0
@@ -197,7 +197,7 @@ def _cmp(kind: type, a: IntIndexValue, b: IntIndexValue) -> BooleanIndexValue:
     xb, cb = _split_offset(b)
     if xa.struct_eq(xb):  # covers two constants and `t+1 < t+3`
         return ConstBool(bool(_CMP_FN[kind](ca, cb)))
-    return kind(a, b)  # type: ignore[no-any-return]
+    return kind(a, b)
 
 
 def _flat(kind: type, e: BooleanIndexValue) -> tuple[BooleanIndexValue, ...]:
@@ -242,7 +242,7 @@ def _junction(
         return ConstBool(unit)
     if len(kept) == 1:
         return kept[0]
-    return kind(tuple(kept))  # type: ignore[no-any-return]
+    return kind(tuple(kept))
 
 
 def _not(a: BooleanIndexValue) -> BooleanIndexValue:
@@ -251,7 +251,7 @@ def _not(a: BooleanIndexValue) -> BooleanIndexValue:
     if isinstance(a, Not):
         return a.operand
     if type(a) in _CMP_NEG:
-        return _CMP_NEG[type(a)](a.left_operand, a.right_operand)  # type: ignore[attr-defined,no-any-return]
+        return _CMP_NEG[type(a)](a.left_operand, a.right_operand)
     return Not(a)
 
 
