@@ -218,7 +218,8 @@ def _shift_of(m: ie.IntIndexValue, v: ie.Symbol) -> int | None:
         a, b = m.left_operand, m.right_operand
         for s, c in ((a, b), (b, a)):
             if isinstance(s, ie.Symbol) and s.name == v.name and isinstance(c, ie.ConstInt):
-                return c.const if c.const > 0 else None
+                k = c.const  # ConstInt also holds floats (ConstFloat is the same node)
+                return k if isinstance(k, int) and k > 0 else None
     return None
 
 

@@ -30,7 +30,7 @@ def update_prev_index(full: Domain, update: Domain) -> ie.IndexSequence:
         prev: dict[str, Any] = {update.variables[0].name: update.variables[0] - 1}
     else:
         prev = {v.name: m for v, m in zip(update.variables, update.lex_prev_expr)}
-    return ie.IndexSequence(tuple(prev.get(v.name, v) for v in full.variables))
+    return ie.IndexSequence(tuple(prev[v.name] if v.name in prev else v for v in full.variables))
 
 
 def origin_condition(update: Domain) -> ie.BooleanIndexValue:

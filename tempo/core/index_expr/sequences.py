@@ -77,6 +77,12 @@ class IndexSequence(IndexExpr):
     def _rebuild(self, c: Sequence[IndexExpr]) -> IndexExpr:
         return IndexSequence(tuple(c))  # type: ignore[arg-type]
 
+    def remap(self, mapping: Mapping[Symbol, IndexExpr | int]) -> IndexSequence:
+        """Substitution keeps a sequence a sequence (members are remapped one by one)."""
+        out = super().remap(mapping)
+        assert isinstance(out, IndexSequence)
+        return out
+
     def __eq__(self, o: object) -> bool:
         return isinstance(o, IndexExpr) and self.struct_eq(o)
 

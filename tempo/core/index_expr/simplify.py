@@ -250,7 +250,7 @@ def _not(a: BooleanIndexValue) -> BooleanIndexValue:
         return ConstBool(not a.const)
     if isinstance(a, Not):
         return a.operand
-    if type(a) in _CMP_NEG:
+    if isinstance(a, _Compare) and type(a) in _CMP_NEG:
         return _CMP_NEG[type(a)](a.left_operand, a.right_operand)
     return Not(a)
 
@@ -264,6 +264,7 @@ from tempo.core.index_expr.bool_nodes import (  # noqa: E402
     ConstBool,
     Not,
     Or,
+    _Compare,
 )
 from tempo.core.index_expr.int_nodes import (  # noqa: E402
     Add,
