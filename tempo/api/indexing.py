@@ -100,9 +100,9 @@ def _neg_to_bound(var: ie.Symbol, x: Any) -> Any:
     return x
 
 
-def getitem(x: RTBase, key: Any) -> RecurrentTensor:
+def getitem(x: RecurrentTensor, key: Any) -> RecurrentTensor:
     if x.is_indexed and not (isinstance(key, tuple) and not key):
-        x = x.ident()  # type: ignore[attr-defined]
+        x = x.ident()
     vars_ = x.unindexed_domain.variables
     n_sym, n_sp = len(vars_), len(x.spatial_shape)
     what = label(x)

@@ -167,7 +167,12 @@ class Module:
 
 def _unique(xs: list[RecurrentTensor]) -> list[RecurrentTensor]:
     seen: set[int] = set()
-    return [x for x in xs if not (id(x) in seen or seen.add(id(x)))]  # type: ignore[func-returns-value]
+    out = []
+    for x in xs:
+        if id(x) not in seen:
+            seen.add(id(x))
+            out.append(x)
+    return out
 
 
 def _reindexed(mod: Module, remap: dict[int, Any]) -> Module:
