@@ -69,7 +69,7 @@ def ftype_const(v: Any, dt: Any) -> Any:
     from tempo.api.ops.creation import const
 
     if isinstance(v, RTBase):
-        return v.cast(dt)  # type: ignore[attr-defined]
+        return lift(v).cast(dt)
     return const(v, dtype=dt)
 
 
