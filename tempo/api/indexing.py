@@ -100,9 +100,9 @@ def _neg_to_bound(var: ie.Symbol, x: Any) -> Any:
     return x
 
 
-def getitem(x: RTBase, key: Any) -> RecurrentTensor:
+def getitem(x: RecurrentTensor, key: Any) -> RecurrentTensor:
     if x.is_indexed and not (isinstance(key, tuple) and not key):
-        x = x.ident()  # type: ignore[attr-defined]
+        x = x.ident()
     vars_ = x.unindexed_domain.variables
     n_sym, n_sp = len(vars_), len(x.spatial_shape)
     what = label(x)
@@ -218,7 +218,8 @@ def _shift_of(m: ie.IntIndexValue, v: ie.Symbol) -> int | None:
         a, b = m.left_operand, m.right_operand
         for s, c in ((a, b), (b, a)):
             if isinstance(s, ie.Symbol) and s.name == v.name and isinstance(c, ie.ConstInt):
-                return c.const if c.const > 0 else None
+                k = c.const  # ConstInt also holds floats (ConstFloat is the same node)
+                return k if isinstance(k, int) and k > 0 else None
     return None
 
 

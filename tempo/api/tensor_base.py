@@ -155,6 +155,7 @@ def _simplify_dim(d: Any) -> Any:
 def lift(x: Any) -> RecurrentTensor:
     """RT → itself; Python/NumPy values → const; index expressions → evaluating tensor."""
     if isinstance(x, RTBase):
+        # ignore: RTBase is only ever instantiated as its subclass RecurrentTensor
         return x  # type: ignore[return-value]
     from tempo.api.ops import creation
 

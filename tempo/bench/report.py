@@ -45,9 +45,11 @@ def _markdown(tab: dict[str, dict[str, Cell]], systems: list[str],
             cells.append(fmt(v) if isinstance(v, float) else str(v))
         for a, b in ratios:
             va, vb = vals.get(a), vals.get(b)
-            ok = isinstance(va, float) and isinstance(vb, float) and vb > 0
-            r = va / vb if ok else 0.0  # type: ignore[operator]
-            cells.append(f"{agreeing(r, (bounds or {}).get((a, b), ()))}x" if ok else "n/a")
+            if isinstance(va, float) and isinstance(vb, float) and vb > 0:
+                r = va / vb
+                cells.append(f"{agreeing(r, (bounds or {}).get((a, b), ()))}x")
+            else:
+                cells.append("n/a")
         lines.append("| " + " | ".join(cells) + " |")
     return lines
 

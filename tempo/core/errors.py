@@ -6,6 +6,7 @@ from __future__ import annotations
 import linecache
 import os
 import sys
+from types import FrameType
 
 _TEMPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -20,7 +21,7 @@ def user_site(skip_tempo: bool = True) -> str:
     """The innermost stack frame outside the tempo package, as 'file:line: code', skipping
     dataclass machinery (generated `__init__`s, `dataclasses.replace`). Walks the frames
     itself, so only the chosen line's text is read (every recorded op calls this)."""
-    frame = sys._getframe(1)
+    frame: FrameType | None = sys._getframe(1)
     while frame is not None:
         name = frame.f_code.co_filename
         generated = (name == "<string>" and frame.f_code.co_name == "__init__"
@@ -29,7 +30,7 @@ def user_site(skip_tempo: bool = True) -> str:
         if not generated and not inside:
             code = linecache.getline(name, frame.f_lineno).strip()
             return f"{name}:{frame.f_lineno}: {code}"
-        frame = frame.f_back  # type: ignore[assignment]
+        frame = frame.f_back
     return "<unknown>"
 
 

@@ -196,7 +196,9 @@ class SDG:
     ) -> Edge:
         """Make `edge`'s reader read `src` at `expr` instead, at the same input position
         (and under `cond` if given). Returns the new edge."""
-        new = edge.moved(src, expr, edge.cond if cond is _SAME else cond)  # type: ignore[arg-type]
+        new_cond = edge.cond if cond is _SAME else cond
+        assert new_cond is None or isinstance(new_cond, BooleanIndexValue), new_cond
+        new = edge.moved(src, expr, new_cond)
         ins = self.in_edges[edge.sink]
         ins[ins.index(edge)] = new
         self.out_edges[edge.src.op_id].remove(edge)

@@ -6,14 +6,22 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from tempo.core.index_expr import IndexAtom, IndexSequence, IntIndexValue, Slice, Symbol
+from tempo.core.index_expr import (
+    IndexAtom,
+    IndexSequence,
+    IntIndexValue,
+    Slice,
+    Symbol,
+    lift_to_ie_atom,
+)
 
 
 def shift_of(member: IndexAtom, var: Symbol) -> int | None:
     """c when `member` is the point `var + c` (c a constant int), else None."""
     if isinstance(member, Slice) or var.name not in {s.name for s in member.vars_used()}:
         return None
-    diff = (member - var).simplify()  # type: ignore[operator]
+    assert isinstance(member, IntIndexValue), member  # not a slice: a point read
+    diff = (member - var).simplify()
     c = diff.try_eval({}) if not diff.vars_used() and not diff.bound_symbols_used() else None
     return c if isinstance(c, int) and not isinstance(c, bool) else None
 
@@ -30,7 +38,7 @@ def compose(
     if len(outer) != len(via_vars):
         return None
     points = {v: m for v, m in zip(via_vars, outer) if not isinstance(m, Slice)}
-    members: list[IndexAtom] = [m.remap(points) for m in via]  # type: ignore[misc]
+    members = [lift_to_ie_atom(m.remap(points)) for m in via]  # remapping keeps atoms atoms
     sliced_at: list[int] = []
     for v, m in zip(via_vars, outer):
         if not isinstance(m, Slice):

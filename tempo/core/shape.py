@@ -93,10 +93,10 @@ class Shape:
             return Shape(())
         if _is_int(x) or (hasattr(x, "evaluate") and not hasattr(x, "__iter__")):
             return Shape((x,))
-        if isinstance(x, str):
+        if isinstance(x, str) or not isinstance(x, Iterable):  # e.g. a bool
             raise ShapeError(f"not a shape: {x!r}", site=user_site())
         try:
-            return Shape(tuple(x))  # type: ignore[arg-type]
+            return Shape(tuple(x))
         except TypeError:
             raise ShapeError(f"not a shape: {x!r}", site=user_site()) from None
 
@@ -169,9 +169,9 @@ class Shape:
         return not self.is_static()
 
     def as_static(self) -> StaticShape:
-        if not self.is_static():
+        if not isinstance(self, StaticShape):  # Shape(...) of int dims is always one
             raise ShapeError(f"shape {self} is symbolic", site=user_site())
-        return self  # type: ignore[return-value]
+        return self
 
     def prod(self) -> Dim:
         """Number of elements (an expression if any dim is symbolic)."""
@@ -260,7 +260,9 @@ class StaticShape(Shape):
     __slots__ = ()
 
     def __new__(cls, dims: Iterable[int] = ()) -> StaticShape:
-        return super().__new__(cls, dims)  # type: ignore[return-value]
+        out = super().__new__(cls, dims)
+        assert isinstance(out, StaticShape)  # Shape.__new__ rejects non-int dims for it
+        return out
 
     @property
     def dims(self) -> tuple[int, ...]:

@@ -63,18 +63,19 @@ def saved_bytes(
 
 
 def _native_dropout(
-    x: torch.Tensor, p: float = 0.5, training: bool = True, inplace: bool = False
+    input: torch.Tensor, p: float = 0.5, training: bool = True, inplace: bool = False
 ) -> torch.Tensor:
+    """F.dropout's signature, parameter names included (callers may pass `input=`)."""
     if not training or p == 0.0:
-        return x
-    return torch.native_dropout(x, p, True)[0]
+        return input
+    return torch.native_dropout(input, p, True)[0]
 
 
 @contextlib.contextmanager
 def bool_mask_dropout() -> Iterator[None]:
     """Make ``F.dropout`` save a bool mask, as it does on GPU (CPU dropout saves fp32 noise)."""
     original = torch.nn.functional.dropout
-    torch.nn.functional.dropout = _native_dropout  # type: ignore[assignment]
+    torch.nn.functional.dropout = _native_dropout
     try:
         yield
     finally:

@@ -109,7 +109,9 @@ class BlockStore:
         return self.bufs[pre][self.lead + (i,)]
 
     def __contains__(self, key: object) -> bool:
-        pre, i = self._split(key)  # type: ignore[arg-type]
+        if not isinstance(key, tuple):
+            return False
+        pre, i = self._split(key)
         return i in self.filled.get(pre, ())
 
     def read_slice(self, pre: tuple, lo: int, hi: int) -> Any:

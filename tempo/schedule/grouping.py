@@ -16,7 +16,7 @@ import islpy as isl
 
 from tempo.core import naming
 from tempo.core.errors import ScheduleError
-from tempo.core.index_expr import Slice, Symbol
+from tempo.core.index_expr import IntIndexValue, Slice, Symbol
 from tempo.core.sdg import SDG, Edge
 
 
@@ -47,7 +47,8 @@ def _distance(v: Symbol, m: object) -> tuple[float, float]:
         d_hi = _const(v - m.start)
         d_lo = _const(v - m.stop + 1)
         return (-INF if d_lo is None else d_lo, INF if d_hi is None else d_hi)
-    c = _const(v - m)  # type: ignore[operator]
+    assert isinstance(m, IntIndexValue), m  # a point read: an integer index
+    c = _const(v - m)
     return (c, c) if c is not None else (-INF, INF)
 
 

@@ -12,7 +12,7 @@ import islpy as isl
 
 from tempo.core.domain import Domain
 from tempo.core.errors import IndexExprError
-from tempo.core.index_expr import IntIndexValue, Slice, Symbol
+from tempo.core.index_expr import IndexExpr, IntIndexValue, Slice, Symbol
 from tempo.core.sdg import SDG, Edge, TensorId
 from tempo.schedule.domains import executed_domains
 from tempo.schedule.grouping import Groups, group_ops, is_basis, order_members
@@ -56,34 +56,34 @@ def _domain_constraints(domain: Domain, suffix: str = "") -> list[str]:
     return out
 
 
-def _isl(expr: object, suffix: str = "") -> str:
+def _isl(expr: IndexExpr | int, suffix: str = "") -> str:
     """An index expression (or int) in isl syntax, variables renamed with `suffix`."""
     if isinstance(expr, int):
         return str(expr)
-    src = expr.to_isl()  # type: ignore[attr-defined]
+    src = expr.to_isl()
     if suffix:
-        for v in sorted(expr.vars_used(), key=lambda s: -len(s.name)):  # type: ignore[attr-defined]
+        for v in sorted(expr.vars_used(), key=lambda s: -len(s.name)):
             src = _rename(src, v.name, v.name + suffix)
     return f"({src})"
 
 
-def _pieces(expr: object, suffix: str = "") -> list[tuple[str | None, str]]:
+def _pieces(expr: IntIndexValue | int, suffix: str = "") -> list[tuple[str | None, str]]:
     """(condition, value) isl strings of an index expression; Piecewise gives several."""
     if isinstance(expr, int):
         return [(None, str(expr))]
     from tempo.core.index_expr import isl_pieces
 
     out = []
-    for cond, val in isl_pieces(expr):  # type: ignore[arg-type]
+    for cond, val in isl_pieces(expr):
         if suffix:
-            for v in expr.vars_used():  # type: ignore[attr-defined]
+            for v in expr.vars_used():
                 val = _rename(val, v.name, v.name + suffix)
                 cond = None if cond is None else _rename(cond, v.name, v.name + suffix)
         out.append((cond, f"({val})"))
     return out
 
 
-def relate(lhs: str, op: str, expr: object, suffix: str = "") -> str:
+def relate(lhs: str, op: str, expr: IntIndexValue | int, suffix: str = "") -> str:
     """The isl constraint `lhs op expr`, split over the pieces of a piecewise expr."""
     parts = [f"({c} and {lhs} {op} {v})" if c else f"{lhs} {op} {v}"
              for c, v in _pieces(expr, suffix)]
@@ -242,6 +242,7 @@ def edge_relation_str(sdg: SDG, e: Edge, decl: str) -> str:
             cons.append(relate(sv, ">=", member.start))
             cons.append(relate(sv, "<", member.stop))
         else:
+            assert isinstance(member, IntIndexValue), member  # a point read: an integer index
             cons.append(relate(sv, "=", member))
     lhs = _tuple(stmt_name(src.op_id), src.domain, SRC_SUFFIX)
     rhs = _tuple(stmt_name(sink.op_id), sink.domain)
@@ -287,7 +288,8 @@ def edge_map(sdg: SDG, e: Edge, decl: str) -> isl.UnionMap:
     return isl.UnionMap.from_map(m)
 
 
-def _outside(lo: object, hi: object, ub: object) -> str:
+def _outside(lo: IntIndexValue | int, hi: IntIndexValue | int,
+             ub: IntIndexValue | int) -> str:
     """isl condition: the range [lo, hi) leaves [0, ub) (or is reversed)."""
     alts = []
     for cl, vl in _pieces(lo):

@@ -17,7 +17,7 @@ import heapq
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from tempo.core.index_expr import Slice, Symbol
+from tempo.core.index_expr import IntIndexValue, Slice, Symbol
 from tempo.core.sdg import SDG, Edge
 
 Signs = frozenset[str]  # possible signs of (sink - source) along one dimension: "-", "0", "+"
@@ -71,7 +71,8 @@ def syntactic_signs(v: Symbol, member: object) -> Signs | None:
             return None
         return signs_of_interval(-float("inf") if lo is None else lo,
                                  float("inf") if hi is None else hi)
-    c = _const(v - member)  # type: ignore[operator]
+    assert isinstance(member, IntIndexValue), member  # a point read: an integer index
+    c = _const(v - member)
     return None if c is None else signs_of_interval(c, c)
 
 
@@ -170,9 +171,10 @@ class LoopTreeBuilder:
 
         def close() -> None:
             nonlocal group, group_ops, group_var, group_dirs
+            assert group_var is not None  # an open group is a loop: it has a dimension
             d = FORWARD if FORWARD in group_dirs else BACKWARD
-            body = self._level(sorted(group_ops), [*outer, group_var])  # type: ignore[list-item]
-            out.append(LoopNode(group_var, d, body))  # type: ignore[arg-type]
+            body = self._level(sorted(group_ops), [*outer, group_var])
+            out.append(LoopNode(group_var, d, body))
             group, group_ops, group_var, group_dirs = set(), set(), None, set()
             for k in blocked:
                 heapq.heappush(leaves, (first[k], k))
@@ -192,6 +194,7 @@ class LoopTreeBuilder:
                     group_var, group_dirs = comps[k].var, set(comps[k].dirs)
                 emit(k)
                 continue
+            assert group_var is not None
             pick = self._compatible(loops, comps, into, group_ops, group_var, group_dirs)
             if pick is not None:
                 k, group_dirs = pick
@@ -224,7 +227,7 @@ class LoopTreeBuilder:
         return out
 
     def _compatible(self, loops: list[int], comps: list[_Comp], into: dict[int, list[Edge]],
-                    group_ops: set[int], var: str | None,
+                    group_ops: set[int], var: str,
                     dirs: set[int]) -> tuple[int, set[int]] | None:
         """The first ready component that can join the open loop, and the directions the
         loop may then still run in."""
@@ -235,7 +238,7 @@ class LoopTreeBuilder:
             ok = dirs & c.dirs
             for e in into[k]:
                 if e.src.op_id in group_ops:
-                    ok &= allowed_directions(self.signs(e, var))  # type: ignore[arg-type]
+                    ok &= allowed_directions(self.signs(e, var))
             if ok:
                 return k, ok
         return None

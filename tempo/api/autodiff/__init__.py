@@ -6,6 +6,7 @@ from typing import Any
 
 from tempo.api.autodiff.backward import BACKWARD_REGION, backward
 from tempo.api.autodiff.errors import GradientError
+from tempo.api.tensor_base import lift
 
 
 class AutodiffOps:
@@ -13,7 +14,7 @@ class AutodiffOps:
 
     def backward(self, grad: Any = None) -> None:
         """Reverse-mode gradients of this tensor into the `.grad` of every leaf it uses."""
-        backward(self, grad)  # type: ignore[arg-type]
+        backward(lift(self), grad)
 
 
 __all__ = ["AutodiffOps", "BACKWARD_REGION", "GradientError", "backward"]

@@ -268,7 +268,8 @@ class _Backward:
         is_merge = isinstance(self.sdg.ops[e.sink], ops.MergeOp)
         runs_everywhere = is_merge or self.valid.everywhere(e.sink)
         if cond is None and src_dom == sink_dom and e.expr.is_basis() and runs_everywhere and \
-                [m.name for m in e.expr] == [v.name for v in src_dom.variables]:  # type: ignore[attr-defined]
+                [m.name for m in e.expr if isinstance(m, ie.Symbol)] == \
+                [v.name for v in src_dom.variables]:
             self.contribs[e.src].append(g)
             return
         g = _pad_slices(g, e.expr, src_dom)

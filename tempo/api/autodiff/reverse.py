@@ -95,10 +95,10 @@ def relation_str(
         cons.append(_bool_isl(ie.lift_to_bool_ie(cond.remap(qmap))))
     for v, m in zip(src.variables, expr):
         if isinstance(m, ie.Slice):
-            cons.append(_int_cons(v.name, ">=", m.start.remap(qmap)))  # type: ignore[arg-type]
-            cons.append(_int_cons(v.name, "<", m.stop.remap(qmap)))  # type: ignore[arg-type]
+            cons.append(_int_cons(v.name, ">=", ie.lift_to_int_ie(m.start.remap(qmap))))
+            cons.append(_int_cons(v.name, "<", ie.lift_to_int_ie(m.stop.remap(qmap))))
         else:
-            cons.append(_int_cons(v.name, "=", m.remap(qmap)))  # type: ignore[arg-type]
+            cons.append(_int_cons(v.name, "=", ie.lift_to_int_ie(m.remap(qmap))))
     lhs = f"X[{', '.join(v.name for v in src.variables)}]"
     rhs = f"S[{', '.join(qmap[v].name for v in sink.variables)}]"
     return isl_text(list(params), f"{lhs} -> {rhs}", cons), params

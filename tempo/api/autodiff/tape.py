@@ -10,6 +10,9 @@ from typing import TYPE_CHECKING, Any
 from tempo.core.sdg import TensorId
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from tempo.api.recurrent_tensor import RecurrentTensor
     from tempo.api.tensor_base import RTBase
 
 _ATTR = "_autodiff_tape"
@@ -28,7 +31,7 @@ class Tape:
 
     stopped: set[tuple[int, int]] = field(default_factory=set)
     leaves: dict[TensorId, list[RTBase]] = field(default_factory=dict)
-    grads: dict[TensorId, RTBase] = field(default_factory=dict)
+    grads: dict[TensorId, RecurrentTensor] = field(default_factory=dict)
     # Op results that got a backward ctx, and their wrappers (weakly: `_ctx` is cleared after
     # backward). Leafness is a property of the tensor, not of the wrapper: `k[0:t+1]` is a new
     # wrapper without `_ctx` around the non-leaf `k`, and must not cut the chain.
@@ -76,7 +79,8 @@ def tape_of(ctx: Any) -> Tape:
     return tape
 
 
-def note_record(ctx: Any, op_id: int, inputs: list[RTBase], outs: list[RTBase]) -> None:
+def note_record(ctx: Any, op_id: int, inputs: Sequence[RTBase],
+                outs: Sequence[RTBase]) -> None:
     """Hook of `tensor_base.record`: remember input flags, give grad-requiring outputs a ctx."""
     tape = tape_of(ctx)
     for k, x in enumerate(inputs):
@@ -99,6 +103,6 @@ def note_branch(ctx: Any, merge_id: int, value: Any) -> None:
     tape.note_input(merge_id, k, value)
 
 
-def grad_of(x: RTBase) -> RTBase | None:
+def grad_of(x: RTBase) -> RecurrentTensor | None:
     """The gradient accumulated for x's tensor over all backward() calls so far."""
     return tape_of(x._ctx_mgr).grads.get(x.tensor_id)

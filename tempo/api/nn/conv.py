@@ -132,6 +132,7 @@ def _kernel_size_3(cls: type[_ConvNd]) -> None:
     sig = inspect.signature(_ConvNd.__init__)
     params = [p.replace(default=3) if p.name == "kernel_size" else p
               for p in sig.parameters.values()]
+    # ignore: inspect.signature reads __signature__; typeshed does not declare it on functions
     cls.__init__.__signature__ = sig.replace(parameters=params)  # type: ignore[attr-defined]
 
 

@@ -30,7 +30,7 @@ def update_prev_index(full: Domain, update: Domain) -> ie.IndexSequence:
         prev: dict[str, Any] = {update.variables[0].name: update.variables[0] - 1}
     else:
         prev = {v.name: m for v, m in zip(update.variables, update.lex_prev_expr)}
-    return ie.IndexSequence(tuple(prev.get(v.name, v) for v in full.variables))
+    return ie.IndexSequence(tuple(prev[v.name] if v.name in prev else v for v in full.variables))
 
 
 def origin_condition(update: Domain) -> ie.BooleanIndexValue:
@@ -167,7 +167,12 @@ class Module:
 
 def _unique(xs: list[RecurrentTensor]) -> list[RecurrentTensor]:
     seen: set[int] = set()
-    return [x for x in xs if not (id(x) in seen or seen.add(id(x)))]  # type: ignore[func-returns-value]
+    out = []
+    for x in xs:
+        if id(x) not in seen:
+            seen.add(id(x))
+            out.append(x)
+    return out
 
 
 def _reindexed(mod: Module, remap: dict[int, Any]) -> Module:

@@ -164,7 +164,8 @@ def from_expr(e: ie.IndexExpr) -> RecurrentTensor:
     }
     for cls, fn in binary.items():
         if isinstance(e, cls):
-            return fn(from_expr(e.left_operand), from_expr(e.right_operand))  # type: ignore[attr-defined]
+            left, right = e.children()  # a binary node's two operands
+            return fn(from_expr(left), from_expr(right))
     if isinstance(e, ie.Neg):
         return -from_expr(e.operand)
     if isinstance(e, ie.Min | ie.Max):

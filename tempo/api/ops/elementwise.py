@@ -126,9 +126,11 @@ class ElementwiseOps:
     def __ge__(self, y: Any) -> RecurrentTensor:
         return binary("ge", self, y)
 
+    # ignore: elementwise, as in torch: a tensor, not object.__eq__'s bool
     def __eq__(self, y: Any) -> RecurrentTensor:  # type: ignore[override]
         return binary("eq", self, y)
 
+    # ignore: as __eq__
     def __ne__(self, y: Any) -> RecurrentTensor:  # type: ignore[override]
         return binary("ne", self, y)
 

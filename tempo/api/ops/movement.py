@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from tempo.api.tensor_base import RTBase, active_ctx, lift, record1
+from tempo.api.tensor_base import active_ctx, lift, record1
 from tempo.core import index_expr as ie
 from tempo.core import ops
 from tempo.core.errors import ShapeError, user_site
@@ -13,6 +13,7 @@ from tempo.core.shape import Shape, ShapeLike
 
 if TYPE_CHECKING:
     from tempo.api.recurrent_tensor import RecurrentTensor
+    from tempo.api.tensor_self import TensorSelf
 
 
 def _norm(dim: int, ndim: int) -> int:
@@ -22,7 +23,7 @@ def _norm(dim: int, ndim: int) -> int:
         raise ShapeError(exc.args[0], site=user_site()) from None
 
 
-def _tensors(xs: Any, more: tuple) -> list[RTBase]:
+def _tensors(xs: Any, more: tuple) -> list[RecurrentTensor]:
     items = list(xs) if isinstance(xs, list | tuple) else [xs]
     return [lift(x) for x in items + list(more)]
 
@@ -30,14 +31,14 @@ def _tensors(xs: Any, more: tuple) -> list[RTBase]:
 def cat(xs: Any, *more: Any, dim: int = 0) -> RecurrentTensor:
     ts = _tensors(xs, more)
     if len(ts) == 1:
-        return ts[0]  # type: ignore[return-value]
+        return ts[0]
     return record1(ops.CatOp, ts, dim=_norm(dim, ts[0].ndim))
 
 
 def stack(xs: Any, *more: Any, dim: int = 0) -> RecurrentTensor:
     ts = _tensors(xs, more)
     d = _norm(dim, ts[0].ndim + 1)
-    return cat([t.unsqueeze(d) for t in ts], dim=d)  # type: ignore[attr-defined]
+    return cat([t.unsqueeze(d) for t in ts], dim=d)
 
 
 class MovementOps:
@@ -50,7 +51,7 @@ class MovementOps:
         """Materialise this (possibly indexed) read as a tensor of its own."""
         return record1(ops.IdentOp, [self])
 
-    def reshape(self, shape: ShapeLike) -> RecurrentTensor:
+    def reshape(self: TensorSelf, shape: ShapeLike) -> RecurrentTensor:
         dims = list(shape) if isinstance(shape, tuple | list) else (
             [shape] if isinstance(shape, int) else list(Shape.from_(shape)))
         if sum(1 for d in dims if isinstance(d, int) and d == -1) > 1:
@@ -60,14 +61,14 @@ class MovementOps:
             for d in dims:
                 if not (isinstance(d, int) and d == -1):
                     known = known * d
-            total = self.shape.prod()  # type: ignore[attr-defined]
+            total = self.shape.prod()
             dims = [total // known if isinstance(d, int) and d == -1 else d for d in dims]
             dims = [ie.lift_to_int_ie(d).try_eval() if not isinstance(d, int) and
                     ie.lift_to_int_ie(d).try_eval() is not None else d for d in dims]
         return record1(ops.ReshapeOp, [self], shape=Shape.from_(tuple(dims)))
 
-    def flatten(self, start_dim: int = 0, end_dim: int = -1) -> RecurrentTensor:
-        shp = list(self.shape)  # type: ignore[attr-defined]
+    def flatten(self: TensorSelf, start_dim: int = 0, end_dim: int = -1) -> RecurrentTensor:
+        shp = list(self.shape)
         if not shp:
             return self.reshape((1,))
         s, e = _norm(start_dim, len(shp)), _norm(end_dim, len(shp))
@@ -76,31 +77,31 @@ class MovementOps:
             mid = mid * d
         return self.reshape(tuple(shp[:s]) + (mid,) + tuple(shp[e + 1 :]))
 
-    def permute(self, dims: Sequence[int]) -> RecurrentTensor:
-        nd = self.ndim  # type: ignore[attr-defined]
+    def permute(self: TensorSelf, dims: Sequence[int]) -> RecurrentTensor:
+        nd = self.ndim
         dd = tuple(_norm(d, nd) for d in dims)
         if dd == tuple(range(nd)):
             return lift(self)
         return record1(ops.PermuteOp, [self], dims=dd)
 
-    def transpose(self, dim0: int = 1, dim1: int = 0) -> RecurrentTensor:
-        nd = self.ndim  # type: ignore[attr-defined]
+    def transpose(self: TensorSelf, dim0: int = 1, dim1: int = 0) -> RecurrentTensor:
+        nd = self.ndim
         perm = list(range(nd))
         a, b = _norm(dim0, nd), _norm(dim1, nd)
         perm[a], perm[b] = perm[b], perm[a]
         return self.permute(perm)
 
     @property
-    def T(self) -> RecurrentTensor:  # noqa: N802 - API name
+    def T(self: TensorSelf) -> RecurrentTensor:  # noqa: N802 - API name
         return self.transpose(0, 1)
 
-    def unsqueeze(self, dim: int = 0) -> RecurrentTensor:
-        shp = list(self.shape)  # type: ignore[attr-defined]
+    def unsqueeze(self: TensorSelf, dim: int = 0) -> RecurrentTensor:
+        shp = list(self.shape)
         d = _norm(dim, len(shp) + 1)
         return self.reshape(tuple(shp[:d]) + (1,) + tuple(shp[d:]))
 
-    def squeeze(self, dims: int | Sequence[int] | None = None) -> RecurrentTensor:
-        shp = list(self.shape)  # type: ignore[attr-defined]
+    def squeeze(self: TensorSelf, dims: int | Sequence[int] | None = None) -> RecurrentTensor:
+        shp = list(self.shape)
         if dims is None:
             drop = {i for i, d in enumerate(shp) if isinstance(d, int) and d == 1}
         else:
@@ -113,24 +114,24 @@ class MovementOps:
             return lift(self)
         return self.reshape(tuple(d for i, d in enumerate(shp) if i not in drop))
 
-    def expand(self, shape: ShapeLike) -> RecurrentTensor:
+    def expand(self: TensorSelf, shape: ShapeLike) -> RecurrentTensor:
         """Broadcast to `shape`, prepending 1-dims as needed; -1 keeps a dim's size."""
         want = [shape] if isinstance(shape, int) else list(shape or ())  # -1 is no Shape dim
-        have = list(self.shape)  # type: ignore[attr-defined]
+        have = list(self.shape)
         have = [1] * (len(want) - len(have)) + have
         dims = [h if isinstance(w, int) and w == -1 else w for w, h in zip(want, have)]
-        x = self if len(have) == len(list(self.shape)) else self.reshape(tuple(have))  # type: ignore[attr-defined]
+        x = self if len(have) == len(list(self.shape)) else self.reshape(tuple(have))
         if Shape.from_(tuple(have)) == Shape.from_(tuple(dims)):
             return lift(x)
         return record1(ops.ExpandOp, [x], shape=Shape.from_(tuple(dims)))
 
     def slice_dim(
-        self, dim: int, start: Any, stop: Any, step: int | None = None
+        self: TensorSelf, dim: int, start: Any, stop: Any, step: int | None = None
     ) -> RecurrentTensor:
         """x[..., start:stop, ...] on spatial dim `dim`; bounds may be index expressions."""
         if step not in (None, 1):
             raise ShapeError("slice_dim needs step 1", site=user_site())
-        d = _norm(dim, self.ndim)  # type: ignore[attr-defined]
+        d = _norm(dim, self.ndim)
         length = ie.lift_to_int_ie(stop) - start
         ln = length.try_eval() if hasattr(length, "try_eval") else None
         st = ie.lift_to_int_ie(start)
@@ -138,11 +139,11 @@ class MovementOps:
         return record1(ops.SliceOp, [self], dim=d, start=stv if isinstance(stv, int) else st,
                        length=ln if isinstance(ln, int) else length)
 
-    def index(self, dim: int, index: Any) -> RecurrentTensor:
+    def index(self: TensorSelf, dim: int, index: Any) -> RecurrentTensor:
         """Select along spatial `dim`: a scalar index removes the dim, a 1-d index keeps it."""
-        d = _norm(dim, self.ndim)  # type: ignore[attr-defined]
+        d = _norm(dim, self.ndim)
         if isinstance(index, int) and not isinstance(index, bool):
-            n = self.shape[d]  # type: ignore[attr-defined]
+            n = self.shape[d]
             i = index + n if index < 0 else index
             if isinstance(n, int) and not 0 <= i < n:
                 raise ShapeError(f"index {index} is out of range for dim {d} of size {n}",
@@ -160,16 +161,16 @@ class MovementOps:
     spatial_index = index
     index_select = index
 
-    def unflatten(self, dim: int, sizes: Sequence[int]) -> RecurrentTensor:
-        shp = list(self.shape)  # type: ignore[attr-defined]
+    def unflatten(self: TensorSelf, dim: int, sizes: Sequence[int]) -> RecurrentTensor:
+        shp = list(self.shape)
         d = _norm(dim, len(shp))
         return self.reshape(tuple(shp[:d]) + tuple(sizes) + tuple(shp[d + 1 :]))
 
-    def repeat(self, num_repeats: int | Sequence[int]) -> RecurrentTensor:
+    def repeat(self: TensorSelf, num_repeats: int | Sequence[int]) -> RecurrentTensor:
         """Tile like torch.Tensor.repeat, but a short repeat list is padded with 1s on the
         right (API §3.8); a long one pads the tensor's shape with 1s on the left."""
         reps = [num_repeats] if isinstance(num_repeats, int) else list(num_repeats)
-        shp = list(self.shape)  # type: ignore[attr-defined]
+        shp = list(self.shape)
         reps = reps + [1] * (len(shp) - len(reps))
         shp = [1] * (len(reps) - len(shp)) + shp
         inter = [v for d in shp for v in (1, d)]
@@ -177,48 +178,48 @@ class MovementOps:
         out = self.reshape(tuple(inter)).expand(tuple(big))
         return out.reshape(tuple(r * d for r, d in zip(reps, shp)))
 
-    def repeat_interleave(self, num_repeats: int, dim: int = 0) -> RecurrentTensor:
-        shp = list(self.shape)  # type: ignore[attr-defined]
+    def repeat_interleave(self: TensorSelf, num_repeats: int, dim: int = 0) -> RecurrentTensor:
+        shp = list(self.shape)
         d = _norm(dim, len(shp))
         big = shp[: d + 1] + [num_repeats] + shp[d + 1 :]
         out = self.unsqueeze(d + 1).expand(tuple(big))
         return out.reshape(tuple(shp[:d]) + (shp[d] * num_repeats,) + tuple(shp[d + 1 :]))
 
-    def flip(self, dim: int | Sequence[int]) -> RecurrentTensor:
+    def flip(self: TensorSelf, dim: int | Sequence[int]) -> RecurrentTensor:
         ds = [dim] if isinstance(dim, int) else list(dim)
-        nd = self.ndim  # type: ignore[attr-defined]
+        nd = self.ndim
         dims = tuple(sorted({_norm(d, nd) for d in ds}))
         return record1(ops.FlipOp, [self], dims=dims) if dims else lift(self)
 
-    def split(self, dim: int, num_splits: int) -> list[RecurrentTensor]:
+    def split(self: TensorSelf, dim: int, num_splits: int) -> list[RecurrentTensor]:
         """`num_splits` equal parts along `dim`."""
-        d = _norm(dim, self.ndim)  # type: ignore[attr-defined]
-        n = self.shape[d]  # type: ignore[attr-defined]
+        d = _norm(dim, self.ndim)
+        n = self.shape[d]
         if not isinstance(n, int) or n % num_splits:
             raise ShapeError(f"cannot split dim {d} of size {n} into {num_splits} equal parts",
                              site=user_site())
         k = n // num_splits
         return [self.slice_dim(d, i * k, (i + 1) * k) for i in range(num_splits)]
 
-    def chunk(self, chunks: int, dim: int = 0) -> list[RecurrentTensor]:
+    def chunk(self: TensorSelf, chunks: int, dim: int = 0) -> list[RecurrentTensor]:
         return self.split(dim, chunks)
 
-    def pad_dim(self, padding: tuple[int, int] | int, dim: int, mode: str = "constant",
-                value: Any = None) -> RecurrentTensor:
-        nd = self.ndim  # type: ignore[attr-defined]
+    def pad_dim(self: TensorSelf, padding: tuple[int, int] | int, dim: int,
+                mode: str = "constant", value: Any = None) -> RecurrentTensor:
+        nd = self.ndim
         d = _norm(dim, nd)
         pads: list[Any] = [(0, 0)] * (d + 1)
         pads[d] = padding
         return self.pad(tuple(pads), mode, value)
 
-    def pad(self, padding: Sequence[Any], mode: str = "constant",
+    def pad(self: TensorSelf, padding: Sequence[Any], mode: str = "constant",
             value: Any = None) -> RecurrentTensor:
         """Pad leading dims by (before, after) (an int pads both sides); modes constant,
         reflect, replicate and any (= constant)."""
         if mode not in ("constant", "reflect", "replicate", "any"):
             raise ShapeError(f"unknown pad mode {mode!r}", site=user_site())
         pads = tuple((p, p) if isinstance(p, int) else (int(p[0]), int(p[1])) for p in padding)
-        shp = list(self.shape)  # type: ignore[attr-defined]
+        shp = list(self.shape)
         if len(pads) > len(shp):
             raise ShapeError(f"padding {padding} has more dims than shape {tuple(shp)}",
                              site=user_site())
@@ -232,9 +233,10 @@ class MovementOps:
         v = 0 if value is None else value
         return record1(ops.PadOp, [self], padding=pads, mode=m, value=v)
 
-    def dilate(self, dilations: int | Sequence[int], n_dims: int | None = None) -> RecurrentTensor:
+    def dilate(self: TensorSelf, dilations: int | Sequence[int],
+               n_dims: int | None = None) -> RecurrentTensor:
         """Insert `dilation - 1` zeros between the elements of each of the last `n_dims` dims."""
-        nd = self.ndim  # type: ignore[attr-defined]
+        nd = self.ndim
         if n_dims is None:
             n_dims = nd if not isinstance(dilations, Sequence) else len(dilations)
         dl = [dilations] * n_dims if isinstance(dilations, int) else list(dilations)
@@ -271,10 +273,10 @@ class MovementOps:
 
     spatial_index_many = index_many
 
-    def is_like(self, y: Any) -> bool:
+    def is_like(self: TensorSelf, y: Any) -> bool:
         y = lift(y)
-        return bool(self.shape == y.shape and self.dtype == y.dtype  # type: ignore[attr-defined]
-                    and self.domain == y.domain)  # type: ignore[attr-defined]
+        return bool(self.shape == y.shape and self.dtype == y.dtype
+                    and self.domain == y.domain)
 
     broadcast_tensors = staticmethod(lambda *xs: broadcast_tensors(*xs))
     upcast_tensors = staticmethod(lambda *xs: upcast_tensors(*xs))

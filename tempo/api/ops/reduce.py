@@ -12,6 +12,7 @@ from tempo.core.errors import ShapeError, user_site
 
 if TYPE_CHECKING:
     from tempo.api.recurrent_tensor import RecurrentTensor
+    from tempo.api.tensor_self import TensorSelf
 
 
 def _dims(dims: int | Sequence[int] | None, ndim: int) -> tuple[int, ...]:
@@ -68,7 +69,7 @@ def ftype_const(v: Any, dt: Any) -> Any:
     from tempo.api.ops.creation import const
 
     if isinstance(v, RTBase):
-        return v.cast(dt)  # type: ignore[attr-defined]
+        return lift(v).cast(dt)
     return const(v, dtype=dt)
 
 
@@ -86,20 +87,20 @@ def _slice_var(x: Any, d: int) -> Any:
 class ReduceOps:
     """Reduction methods mixed into RecurrentTensor."""
 
-    def sum(self, dims: int | Sequence[int] | None = None,
+    def sum(self: TensorSelf, dims: int | Sequence[int] | None = None,
             keepdim: bool = False) -> RecurrentTensor:
-        ds = _dims(dims, self.ndim)  # type: ignore[attr-defined]
+        ds = _dims(dims, self.ndim)
         if not ds:
-            return self.ident()  # type: ignore[attr-defined]
+            return self.ident()
         return record1(ops.SumOp, [self], dims=ds, keepdim=keepdim)
 
-    def mean(self, dims: int | Sequence[int] | None = None,
+    def mean(self: TensorSelf, dims: int | Sequence[int] | None = None,
              keepdim: bool = False) -> RecurrentTensor:
-        ds = _dims(dims, self.ndim)  # type: ignore[attr-defined]
+        ds = _dims(dims, self.ndim)
         n: Any = 1
         for d in ds:
-            n = n * self.shape[d]  # type: ignore[attr-defined]
-        x = self if dtypes.is_float(self.dtype) else self.cast(dtypes.default_float)  # type: ignore[attr-defined]
+            n = n * self.shape[d]
+        x = self if dtypes.is_float(self.dtype) else self.cast(dtypes.default_float)
         total = x.sum(ds, keepdim)
         if isinstance(n, int):
             return total / n
@@ -107,7 +108,7 @@ class ReduceOps:
 
         return total / from_expr(n).cast(total.dtype)
 
-    def max(self, dim: Any = None, keepdim: Any = False, *more: Any) -> Any:
+    def max(self: TensorSelf, dim: Any = None, keepdim: Any = False, *more: Any) -> Any:
         """Without `dim`, the max over all dims; with `dim`, (values, indices) (API §7.8).
         Given tensors instead of a dim, the elementwise max over all of them, still as
         (values, indices-of-the-winning-tensor)."""
@@ -115,9 +116,9 @@ class ReduceOps:
             return _elementwise_extreme([self, dim, *([keepdim] if keepdim is not False else []),
                                          *more], "max")
         if dim is None:
-            flat = self.flatten()  # type: ignore[attr-defined]
+            flat = self.flatten()
             return record(ops.MaxOp, [flat], dim=0, keepdim=False)[0]
-        d = _dims(dim, self.ndim)[0]  # type: ignore[attr-defined]
+        d = _dims(dim, self.ndim)[0]
         vals, idx = record(ops.MaxOp, [self], dim=d, keepdim=keepdim)
         return vals, idx
 
@@ -131,16 +132,16 @@ class ReduceOps:
         vals, idx = x.max(dim, keepdim)
         return back(vals), idx
 
-    def argmax(self, dim: int | None = None, keepdim: bool = False) -> RecurrentTensor:
+    def argmax(self: TensorSelf, dim: int | None = None, keepdim: bool = False) -> RecurrentTensor:
         if dim is None:
-            return record(ops.MaxOp, [self.flatten()], dim=0, keepdim=False)[1]  # type: ignore[attr-defined]
+            return record(ops.MaxOp, [self.flatten()], dim=0, keepdim=False)[1]
         return self.max(dim, keepdim)[1]
 
     def argmin(self, dim: int | None = None, keepdim: bool = False) -> RecurrentTensor:
         return _order_reversed(self)[0].argmax(dim, keepdim)
 
-    def cumsum(self, dim: int = -1) -> RecurrentTensor:
-        d = _dims(dim, self.ndim)[0]  # type: ignore[attr-defined]
+    def cumsum(self: TensorSelf, dim: int = -1) -> RecurrentTensor:
+        d = _dims(dim, self.ndim)[0]
         return record1(ops.CumsumOp, [self], dim=d)
 
     def softmax(self, dim: int = -1, stable: bool = True) -> RecurrentTensor:
@@ -155,9 +156,9 @@ class ReduceOps:
         out = e / e.sum(d, keepdim=True)
         return out.cast(orig) if dtypes.is_float(orig) else out
 
-    def logsumexp(self, sum_dims: int | Sequence[int] | None = None,
+    def logsumexp(self: TensorSelf, sum_dims: int | Sequence[int] | None = None,
                   keepdim: bool = False) -> RecurrentTensor:
-        ds = _dims(sum_dims, self.ndim)  # type: ignore[attr-defined]
+        ds = _dims(sum_dims, self.ndim)
         m = lift(self)
         for d in ds:
             m = m.max(d, keepdim=True)[0]
@@ -166,13 +167,13 @@ class ReduceOps:
         out = (self - m).exp().sum(ds, keepdim=True).ln() + m
         return out if keepdim else out.squeeze(ds)
 
-    def std(self, dims: int | Sequence[int] | None = None, correction: float = 1.0,
+    def std(self: TensorSelf, dims: int | Sequence[int] | None = None, correction: float = 1.0,
             keepdim: bool = False) -> RecurrentTensor:
         """sqrt(sum((x - mean)^2) / (N - correction)) (API §7.5: `correction` honoured)."""
-        ds = _dims(dims, self.ndim)  # type: ignore[attr-defined]
+        ds = _dims(dims, self.ndim)
         n: Any = 1
         for d in ds:
-            n = n * self.shape[d]  # type: ignore[attr-defined]
+            n = n * self.shape[d]
         mu = self.mean(ds, keepdim=True)
         sq = ((self - mu) ** 2).sum(ds, keepdim=keepdim)
         if isinstance(n, int):
@@ -181,27 +182,27 @@ class ReduceOps:
 
         return (sq / (from_expr(n).cast(sq.dtype) - correction)).sqrt()
 
-    def var(self, dims: int | Sequence[int] | None = None, correction: float = 1.0,
+    def var(self: TensorSelf, dims: int | Sequence[int] | None = None, correction: float = 1.0,
             keepdim: bool = False) -> RecurrentTensor:
         return self.std(dims, correction, keepdim) ** 2
 
-    def prod(self, dims: int | None = None, keepdim: bool = False) -> RecurrentTensor:
+    def prod(self: TensorSelf, dims: int | None = None, keepdim: bool = False) -> RecurrentTensor:
         """Product over one dim (or all), via cumprod's last element."""
         if dims is None:
-            out = self.flatten().cumprod(0).index(0, -1)  # type: ignore[attr-defined]
-            return out.reshape((1,) * self.ndim) if keepdim else out  # type: ignore[attr-defined]
-        d = _dims(dims, self.ndim)[0]  # type: ignore[attr-defined]
+            out = self.flatten().cumprod(0).index(0, -1)
+            return out.reshape((1,) * self.ndim) if keepdim else out
+        d = _dims(dims, self.ndim)[0]
         out = self.cumprod(d).index(d, -1)
         return out.unsqueeze(d) if keepdim else out
 
-    def cumprod(self, dim: int = -1, positive: bool = False) -> RecurrentTensor:
+    def cumprod(self: TensorSelf, dim: int = -1, positive: bool = False) -> RecurrentTensor:
         """exp(cumsum(log|x|)) with the sign from a cumulative count of negatives and zeros
         from a cumulative count of zeros; ints are rounded back (exact for small products)."""
         from tempo.api.ops.elementwise import _float
 
-        d = _dims(dim, self.ndim)[0]  # type: ignore[attr-defined]
-        orig = self.dtype  # type: ignore[attr-defined]
-        x = _float(self) if not dtypes.is_integer(orig) else self.cast(dtypes.float64)  # type: ignore[attr-defined]
+        d = _dims(dim, self.ndim)[0]
+        orig = self.dtype
+        x = _float(self) if not dtypes.is_integer(orig) else self.cast(dtypes.float64)
         if positive:
             out = x.ln().cumsum(d).exp()
         else:
@@ -224,11 +225,12 @@ class ReduceOps:
             return a.sum(dims, keepdim)
         return (a ** n).sum(dims, keepdim) ** (1.0 / n)
 
-    def discounted_sum(self, gamma: Any, dim: int = 0, keepdim: bool = False) -> RecurrentTensor:
+    def discounted_sum(self: TensorSelf, gamma: Any, dim: int = 0,
+                       keepdim: bool = False) -> RecurrentTensor:
         """Σ_k γ^k x_k along `dim` (API §7.4: as documented, not the original's γ^(k+1))."""
-        d = _dims(dim, self.ndim)[0]  # type: ignore[attr-defined]
-        w = _gamma_powers(gamma, self.shape[d], self.dtype)  # type: ignore[attr-defined]
-        w = w.reshape((-1,) + (1,) * (self.ndim - d - 1))  # type: ignore[attr-defined]
+        d = _dims(dim, self.ndim)[0]
+        w = _gamma_powers(gamma, self.shape[d], self.dtype)
+        w = w.reshape((-1,) + (1,) * (self.ndim - d - 1))
         return (self * w).sum(d, keepdim)
 
     def discounted_cum_sum(self, gamma: Any, dim: int = 0,
@@ -251,11 +253,12 @@ class ReduceOps:
         var = _slice_var(src, d) if keep_symbolic_dim else None
         return out.index(d, var) if var is not None else out
 
-    def sort(self, dim: int = -1, descending: bool = False, stable: bool = False) -> Any:
+    def sort(self: TensorSelf, dim: int = -1, descending: bool = False,
+             stable: bool = False) -> Any:
         """(values, indices) as torch.sort, including stable tie order."""
-        d = _dims(dim, max(self.ndim, 1))[0]  # type: ignore[attr-defined]
-        x = self if self.ndim > 0 else self.reshape((1,))  # type: ignore[attr-defined]
+        d = _dims(dim, max(self.ndim, 1))[0]
+        x = self if self.ndim > 0 else self.reshape((1,))
         vals, idx = record(ops.SortOp, [x], dim=d, descending=descending, stable=stable)
-        if self.ndim == 0:  # type: ignore[attr-defined]
+        if self.ndim == 0:
             return vals.reshape(()), idx.reshape(())
         return vals, idx

@@ -210,13 +210,14 @@ def _select_of_expand(sdg: SDG, op: ops.IndexSelectOp) -> bool:
         return False
     src = tuple(sdg.read_shape(inner))
     lead = len(sdg.tensors[x_e.src].shape) - len(src)
-    common = dict(op_id=op.op_id, domain=op.domain, site=op.site, tags=op.tags)
+    kind: type[ops.ExpandOp] | type[ops.ReshapeOp]
     if op.dim < lead:
-        new: ops.Op = ops.ExpandOp(shape=out, **common)  # type: ignore[arg-type]
+        kind = ops.ExpandOp
     elif src[op.dim - lead] == 1 and lead == 0 and src[:op.dim] + src[op.dim + 1:] == tuple(out):
-        new = ops.ReshapeOp(shape=out, **common)  # type: ignore[arg-type]
+        kind = ops.ReshapeOp
     else:
         return False
+    new = kind(shape=out, op_id=op.op_id, domain=op.domain, site=op.site, tags=op.tags)
     sdg.redefine(new, [(inner.src, inner.expr)])
     return True
 

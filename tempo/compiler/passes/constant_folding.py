@@ -97,10 +97,10 @@ def _evaluate(sdg: SDG, op: ops.Op, dt: DataType) -> np.ndarray | None:
     edges = sdg.in_edges[op.op_id]
     if folder is None or not edges:
         return None
-    vals = [read_value(sdg, e) for e in edges]
-    if any(v is None for v in vals):
+    vals = [v for e in edges if (v := read_value(sdg, e)) is not None]
+    if len(vals) < len(edges):
         return None
-    return folder(op, vals, dt)  # type: ignore[arg-type]  # (None was ruled out)
+    return folder(op, vals, dt)
 
 
 def _constant(op: ops.Op, value: np.ndarray, dt: DataType) -> ops.Op:

@@ -7,6 +7,8 @@ recurrences stay as they are."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import islpy as isl
 
 from tempo.core import ops
@@ -48,10 +50,8 @@ def lift_cumsum(sdg: SDG, m: ops.MergeOp) -> bool:
 def _rewrite(sdg: SDG, m: ops.MergeOp, base: Edge, step: Edge, t: Symbol, rest: Domain,
              xs: tuple[TensorId, IndexSequence]) -> None:
     """acc's step branch reads `b + cumsum(x[1:T])[t-1]` (new ops) instead of the add."""
-    common = dict(site=m.site, tags=m.tags)
-
-    def new(op_cls: type[ops.Op], domain: Domain, reads: list, **kw: object) -> TensorId:
-        op = op_cls(op_id=sdg.new_id(), domain=domain, **common, **kw)  # type: ignore[arg-type]
+    def new(op_cls: type[ops.Op], domain: Domain, reads: list, **kw: Any) -> TensorId:
+        op = op_cls(op_id=sdg.new_id(), domain=domain, site=m.site, tags=m.tags, **kw)
         return TensorId(sdg.add_inferred(op, reads).op_id, 0)
 
     rest_basis = rest.basis_expr

@@ -88,6 +88,8 @@ class _Compare(BooleanIndexValue):
         return (self.left_operand, self.right_operand)
 
     def _rebuild(self, c: Sequence[IndexExpr]) -> IndexExpr:
+        # ignore: _rebuild gets back this node's own children (rewritten), so
+        # they have the kinds the constructor takes; children() types them loosely
         return _cmp(type(self), c[0], c[1])  # type: ignore[arg-type]
 
     def evaluate(self, values: Mapping[Symbol, int]) -> bool:
@@ -199,6 +201,8 @@ class And(_BoolNary):
         return all(o.evaluate(values) for o in self.operands)
 
     def _rebuild(self, c: Sequence[IndexExpr]) -> IndexExpr:
+        # ignore: _rebuild gets back this node's own children (rewritten), so
+        # they have the kinds the constructor takes; children() types them loosely
         return functools.reduce(_and, c)  # type: ignore[arg-type]
 
 
@@ -211,6 +215,8 @@ class Or(_BoolNary):
         return any(o.evaluate(values) for o in self.operands)
 
     def _rebuild(self, c: Sequence[IndexExpr]) -> IndexExpr:
+        # ignore: _rebuild gets back this node's own children (rewritten), so
+        # they have the kinds the constructor takes; children() types them loosely
         return functools.reduce(_or, c)  # type: ignore[arg-type]
 
 
@@ -224,6 +230,8 @@ class Not(BooleanIndexValue):
         return (self.operand,)
 
     def _rebuild(self, c: Sequence[IndexExpr]) -> IndexExpr:
+        # ignore: _rebuild gets back this node's own children (rewritten), so
+        # they have the kinds the constructor takes; children() types them loosely
         return _not(c[0])  # type: ignore[arg-type]
 
     def evaluate(self, values: Mapping[Symbol, int]) -> bool:

@@ -25,7 +25,8 @@ def max(a: Any, b: Any = None, *rest: Any) -> IntIndexValue:  # noqa: A001
     return _minmax(Max, builtins.max, a, b, rest)
 
 
-def _minmax(kind: type, fn: Callable[..., Any], a: Any, b: Any, rest: tuple[Any, ...]) -> Any:
+def _minmax(kind: type[Min] | type[Max], fn: Callable[..., Any], a: Any, b: Any,
+            rest: tuple[Any, ...]) -> Any:
     args = [a] if b is None else [a, b, *rest]
     if b is None and isinstance(a, (list, tuple)):
         args = list(a)
@@ -33,7 +34,7 @@ def _minmax(kind: type, fn: Callable[..., Any], a: Any, b: Any, rest: tuple[Any,
     consts: list[Number] = []
     for x in args:
         e = lift_to_int_ie(x)
-        for o in e.operands if isinstance(e, kind) else (e,):  # type: ignore[attr-defined]
+        for o in e.operands if isinstance(e, kind) else (e,):
             if isinstance(o, ConstInt):
                 consts.append(o.const)
             elif not any(o.struct_eq(p) for p in ops):
@@ -152,7 +153,7 @@ def lift_to_ie_seq(x: Any) -> IndexSequence:
     e = lift_to_ie(x)
     if isinstance(e, IndexSequence):
         return e
-    return IndexSequence((e,))  # type: ignore[arg-type]
+    return IndexSequence((lift_to_ie_atom(e),))
 
 
 def evaluate(e: Any, values: Mapping[Symbol, int] | None = None) -> Any:

@@ -97,11 +97,13 @@ class IntIndexValue(IndexValue):
         """The condition `self != o` as a node (`Not(Equal)`)."""
         return ~_cmp(Equal, self, lift_to_int_ie(o))
 
+    # ignore: symbolic comparison, as for tensors: an expression, not a bool
     def __eq__(self, o: object) -> BooleanIndexValue:  # type: ignore[override]
         if not isinstance(o, (int, IntIndexValue)):
             return NotImplemented
         return self.symb_eq(o)
 
+    # ignore: symbolic comparison, as for tensors: an expression, not a bool
     def __ne__(self, o: object) -> BooleanIndexValue:  # type: ignore[override]
         if not isinstance(o, (int, IntIndexValue)):
             return NotImplemented
@@ -248,6 +250,8 @@ class Add(_IntBinary):
         return a + b
 
     def _rebuild(self, c: Sequence[IndexExpr]) -> IndexExpr:
+        # ignore: _rebuild gets back this node's own children (rewritten), so
+        # they have the kinds the constructor takes; children() types them loosely
         return _add(c[0], c[1])  # type: ignore[arg-type]
 
     def to_isl(self) -> str:
@@ -263,6 +267,8 @@ class Sub(_IntBinary):
         return a - b
 
     def _rebuild(self, c: Sequence[IndexExpr]) -> IndexExpr:
+        # ignore: _rebuild gets back this node's own children (rewritten), so
+        # they have the kinds the constructor takes; children() types them loosely
         return _sub(c[0], c[1])  # type: ignore[arg-type]
 
     def to_isl(self) -> str:
@@ -278,6 +284,8 @@ class Mul(_IntBinary):
         return a * b
 
     def _rebuild(self, c: Sequence[IndexExpr]) -> IndexExpr:
+        # ignore: _rebuild gets back this node's own children (rewritten), so
+        # they have the kinds the constructor takes; children() types them loosely
         return _mul(c[0], c[1])  # type: ignore[arg-type]
 
     def to_isl(self) -> str:
@@ -300,6 +308,8 @@ class FloorDivision(_IntBinary):
         return a // b
 
     def _rebuild(self, c: Sequence[IndexExpr]) -> IndexExpr:
+        # ignore: _rebuild gets back this node's own children (rewritten), so
+        # they have the kinds the constructor takes; children() types them loosely
         return _floordiv(c[0], c[1])  # type: ignore[arg-type]
 
     def to_isl(self) -> str:
@@ -321,6 +331,8 @@ class Modulos(_IntBinary):
         return a % b
 
     def _rebuild(self, c: Sequence[IndexExpr]) -> IndexExpr:
+        # ignore: _rebuild gets back this node's own children (rewritten), so
+        # they have the kinds the constructor takes; children() types them loosely
         return _mod(c[0], c[1])  # type: ignore[arg-type]
 
     def to_isl(self) -> str:
@@ -340,6 +352,8 @@ class Pow(_IntBinary):
         return a**b
 
     def _rebuild(self, c: Sequence[IndexExpr]) -> IndexExpr:
+        # ignore: _rebuild gets back this node's own children (rewritten), so
+        # they have the kinds the constructor takes; children() types them loosely
         return _pow(c[0], c[1])  # type: ignore[arg-type]
 
 
@@ -354,6 +368,8 @@ class TrueDivision(_IntBinary):
         return a / b
 
     def _rebuild(self, c: Sequence[IndexExpr]) -> IndexExpr:
+        # ignore: _rebuild gets back this node's own children (rewritten), so
+        # they have the kinds the constructor takes; children() types them loosely
         return _truediv(c[0], c[1])  # type: ignore[arg-type]
 
 
@@ -372,6 +388,8 @@ class Neg(_IntUnary):
         return -self.operand.evaluate(values)
 
     def _rebuild(self, c: Sequence[IndexExpr]) -> IndexExpr:
+        # ignore: _rebuild gets back this node's own children (rewritten), so
+        # they have the kinds the constructor takes; children() types them loosely
         return _neg(c[0])  # type: ignore[arg-type]
 
     def to_py(self, names: Mapping[str, str] | None = None) -> str:
@@ -391,6 +409,8 @@ class Ceil(_IntUnary):
         return math.ceil(self.operand.evaluate(values))
 
     def _rebuild(self, c: Sequence[IndexExpr]) -> IndexExpr:
+        # ignore: _rebuild gets back this node's own children (rewritten), so
+        # they have the kinds the constructor takes; children() types them loosely
         return ceil(c[0])  # type: ignore[arg-type]
 
     def to_py(self, names: Mapping[str, str] | None = None) -> str:
@@ -417,6 +437,8 @@ class Floor(_IntUnary):
         return math.floor(self.operand.evaluate(values))
 
     def _rebuild(self, c: Sequence[IndexExpr]) -> IndexExpr:
+        # ignore: _rebuild gets back this node's own children (rewritten), so
+        # they have the kinds the constructor takes; children() types them loosely
         return floor(c[0])  # type: ignore[arg-type]
 
     def to_py(self, names: Mapping[str, str] | None = None) -> str:
@@ -496,6 +518,8 @@ class Piecewise(IntIndexValue):
         return tuple(x for pair in self.conds_and_branches for x in pair)
 
     def _rebuild(self, c: Sequence[IndexExpr]) -> IndexExpr:
+        # ignore: _rebuild gets back this node's own children (rewritten), so
+        # they have the kinds the constructor takes; children() types them loosely
         return piecewise([(c[i], c[i + 1]) for i in range(0, len(c), 2)])  # type: ignore[misc]
 
     def evaluate(self, values: Mapping[Symbol, int]) -> Any:
@@ -511,8 +535,10 @@ class Piecewise(IntIndexValue):
             cond = raw
             if _has_piecewise(raw):  # make the condition piecewise-free first
                 alts = raw.enumerate_all_cond_branches()
-                flat = [_and_opt(c, e) for c, e in alts]  # type: ignore[arg-type]
-                cond = functools.reduce(_or, flat)  # type: ignore[arg-type,assignment]
+                # the branches of a boolean condition are booleans
+                flat = [lift_to_bool_ie(e) if c is None else c & lift_to_bool_ie(e)
+                        for c, e in alts]
+                cond = functools.reduce(_or, flat)
             mine = cond & ~earlier
             earlier = earlier | cond
             for vcond, vval in val.enumerate_all_cond_branches():
@@ -563,7 +589,15 @@ from tempo.core.index_expr.bool_nodes import (  # noqa: E402
     LessThan,
     LessThanOrEqual,
 )
-from tempo.core.index_expr.functions import ceil, floor, lift_to_int_ie, max, min, piecewise  # noqa: E402
+from tempo.core.index_expr.functions import (  # noqa: E402
+    ceil,
+    floor,
+    lift_to_bool_ie,
+    lift_to_int_ie,
+    max,
+    min,
+    piecewise,
+)
 from tempo.core.index_expr.simplify import (  # noqa: E402
     _add,
     _cmp,

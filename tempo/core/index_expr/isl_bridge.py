@@ -48,9 +48,10 @@ def from_isl_ast_expr(
     args: list[Any] = [
         from_isl_ast_expr(expr.get_op_arg(i), symbols) for i in range(expr.get_op_n_arg())
     ]
-    if op in (_OP.and_, _OP.and_then):  # type: ignore[attr-defined]
+    # by name: islpy's stub omits the members named after Python keywords
+    if op in (_OP.__members__["and_"], _OP.and_then):
         return args[0] & args[1]
-    if op in (_OP.or_, _OP.or_else):  # type: ignore[attr-defined]
+    if op in (_OP.__members__["or_"], _OP.or_else):
         return args[0] | args[1]
     if op == _OP.max:
         return ie.max(*args)

@@ -23,7 +23,8 @@ class Slice(IndexAtom):
         return (self.start, self.stop)
 
     def _rebuild(self, c: Sequence[IndexExpr]) -> IndexExpr:
-        # Substitution keeps a slice a slice (collapsing is only done by `slice_`).
+        # Substitution keeps a slice a slice (collapsing is only done by `slice_`). ignore: its
+        # own children come back, int expressions; children() types them loosely
         return Slice(c[0], c[1])  # type: ignore[arg-type]
 
     def __eq__(self, o: object) -> bool:
@@ -75,7 +76,15 @@ class IndexSequence(IndexExpr):
         return self.members
 
     def _rebuild(self, c: Sequence[IndexExpr]) -> IndexExpr:
+        # ignore: _rebuild gets back this node's own children (rewritten), so
+        # they have the kinds the constructor takes; children() types them loosely
         return IndexSequence(tuple(c))  # type: ignore[arg-type]
+
+    def remap(self, mapping: Mapping[Symbol, IndexExpr | int]) -> IndexSequence:
+        """Substitution keeps a sequence a sequence (members are remapped one by one)."""
+        out = super().remap(mapping)
+        assert isinstance(out, IndexSequence)
+        return out
 
     def __eq__(self, o: object) -> bool:
         return isinstance(o, IndexExpr) and self.struct_eq(o)

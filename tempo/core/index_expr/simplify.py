@@ -41,6 +41,16 @@ def _offset(x: IntIndexValue, c: Number) -> IntIndexValue:
     return Add(x, ConstInt(c)) if c > 0 else Sub(x, ConstInt(-c))
 
 
+def _scaled(e: IntIndexValue) -> tuple[int, IntIndexValue] | None:
+    """(f, x) when `e` is `-x` or `f * x` with a constant int f."""
+    if isinstance(e, Neg):
+        return -1, e.operand
+    if isinstance(e, Mul):
+        f = _const_int(e.left_operand)
+        return None if f is None else (f, e.right_operand)
+    return None
+
+
 _Terms = dict[tuple[Any, ...], tuple["IntIndexValue", Any]]
 
 
@@ -55,9 +65,9 @@ def _linear(e: IntIndexValue) -> tuple[_Terms, Number]:
         for k, (x, c) in tb.items():
             ta[k] = (x, ta.get(k, (x, 0))[1] + sign * c)
         return ta, ca + sign * cb
-    if isinstance(e, Neg) or (isinstance(e, Mul) and _const_int(e.left_operand) is not None):
-        f = -1 if isinstance(e, Neg) else e.left_operand.const  # type: ignore[attr-defined]
-        inner = e.operand if isinstance(e, Neg) else e.right_operand
+    scaled = _scaled(e)
+    if scaled is not None:
+        f, inner = scaled
         t, c = _linear(inner)
         return {k: (x, f * v) for k, (x, v) in t.items()}, f * c
     return {e._key(): (e, 1)}, 0
@@ -200,8 +210,8 @@ def _cmp(kind: type, a: IntIndexValue, b: IntIndexValue) -> BooleanIndexValue:
     return kind(a, b)
 
 
-def _flat(kind: type, e: BooleanIndexValue) -> tuple[BooleanIndexValue, ...]:
-    return e.operands if isinstance(e, kind) else (e,)  # type: ignore[attr-defined]
+def _flat(kind: type[_BoolNary], e: BooleanIndexValue) -> tuple[BooleanIndexValue, ...]:
+    return e.operands if isinstance(e, kind) else (e,)
 
 
 def _and(a: BooleanIndexValue, b: BooleanIndexValue) -> BooleanIndexValue:
@@ -213,7 +223,7 @@ def _or(a: BooleanIndexValue, b: BooleanIndexValue) -> BooleanIndexValue:
 
 
 def _junction(
-    kind: type, dual: type, a: BooleanIndexValue, b: BooleanIndexValue
+    kind: type[_BoolNary], dual: type[_BoolNary], a: BooleanIndexValue, b: BooleanIndexValue
 ) -> BooleanIndexValue:
     """And/Or with folding: identity, domination, duplicates, `x op ~x`, absorption."""
     unit = kind is And  # True is the unit of And, False of Or
@@ -235,7 +245,7 @@ def _junction(
         for o in ops
         if not (
             isinstance(o, dual)
-            and any(any(p.struct_eq(q) for q in o.operands) for p in ops if p is not o)  # type: ignore[attr-defined]
+            and any(any(p.struct_eq(q) for q in o.operands) for p in ops if p is not o)
         )
     ]
     if not kept:
@@ -250,7 +260,7 @@ def _not(a: BooleanIndexValue) -> BooleanIndexValue:
         return ConstBool(not a.const)
     if isinstance(a, Not):
         return a.operand
-    if type(a) in _CMP_NEG:
+    if isinstance(a, _Compare) and type(a) in _CMP_NEG:
         return _CMP_NEG[type(a)](a.left_operand, a.right_operand)
     return Not(a)
 
@@ -264,6 +274,8 @@ from tempo.core.index_expr.bool_nodes import (  # noqa: E402
     ConstBool,
     Not,
     Or,
+    _BoolNary,
+    _Compare,
 )
 from tempo.core.index_expr.int_nodes import (  # noqa: E402
     Add,
