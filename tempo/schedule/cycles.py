@@ -39,37 +39,13 @@ def same_point_cycle(sdg: SDG, prog: IslProgram | Analysis) -> list[int]:
         for e in edges:
             if _same_point(sdg, e, prog):
                 succ[e.src.op_id].add(e.sink)
-    index: dict[int, int] = {}
-    low: dict[int, int] = {}
-    stack: list[int] = []
-    on: set[int] = set()
-    found: list[list[int]] = []
+    from tempo.schedule.loop_tree import strongly_connected
 
-    def visit(v: int) -> None:
-        index[v] = low[v] = len(index)
-        stack.append(v)
-        on.add(v)
-        for w in succ[v]:
-            if w not in index:
-                visit(w)
-                low[v] = min(low[v], low[w])
-            elif w in on:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            comp = []
-            while True:
-                w = stack.pop()
-                on.discard(w)
-                comp.append(w)
-                if w == v:
-                    break
-            if len(comp) > 1 or v in succ[v]:
-                found.append(sorted(comp))
-
-    for v in sorted(succ):
-        if v not in index:
-            visit(v)
-    return found[0] if found else []
+    order = {v: sorted(ws) for v, ws in succ.items()}
+    for comp in strongly_connected(sorted(succ), order):
+        if len(comp) > 1 or comp[0] in succ[comp[0]]:
+            return sorted(comp)
+    return []
 
 
 def definite_cycle(sdg: SDG, an: Analysis, op_ids: list[int]) -> list[int]:
