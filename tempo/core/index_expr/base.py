@@ -34,7 +34,9 @@ class IndexExpr:
         return ()
 
     def _rebuild(self, children: Sequence[IndexExpr]) -> IndexExpr:
-        """A node of the same kind over new children, built with the simplifying operators."""
+        """A node of the same kind over new children, built with the simplifying operators.
+        The children are this node's own, rewritten, so they have the kinds its fields
+        declare; `children()` types them loosely, hence the ignores in the overrides."""
         return self
 
     def _key(self) -> tuple[Any, ...]:

@@ -88,8 +88,7 @@ class _Compare(BooleanIndexValue):
         return (self.left_operand, self.right_operand)
 
     def _rebuild(self, c: Sequence[IndexExpr]) -> IndexExpr:
-        # ignore: _rebuild gets back this node's own children (rewritten), so
-        # they have the kinds the constructor takes; children() types them loosely
+        # ignore: own children (see IndexExpr._rebuild)
         return _cmp(type(self), c[0], c[1])  # type: ignore[arg-type]
 
     def evaluate(self, values: Mapping[Symbol, int]) -> bool:
@@ -201,8 +200,7 @@ class And(_BoolNary):
         return all(o.evaluate(values) for o in self.operands)
 
     def _rebuild(self, c: Sequence[IndexExpr]) -> IndexExpr:
-        # ignore: _rebuild gets back this node's own children (rewritten), so
-        # they have the kinds the constructor takes; children() types them loosely
+        # ignore: own children (see IndexExpr._rebuild)
         return functools.reduce(_and, c)  # type: ignore[arg-type]
 
 
@@ -215,8 +213,7 @@ class Or(_BoolNary):
         return any(o.evaluate(values) for o in self.operands)
 
     def _rebuild(self, c: Sequence[IndexExpr]) -> IndexExpr:
-        # ignore: _rebuild gets back this node's own children (rewritten), so
-        # they have the kinds the constructor takes; children() types them loosely
+        # ignore: own children (see IndexExpr._rebuild)
         return functools.reduce(_or, c)  # type: ignore[arg-type]
 
 
@@ -230,9 +227,7 @@ class Not(BooleanIndexValue):
         return (self.operand,)
 
     def _rebuild(self, c: Sequence[IndexExpr]) -> IndexExpr:
-        # ignore: _rebuild gets back this node's own children (rewritten), so
-        # they have the kinds the constructor takes; children() types them loosely
-        return _not(c[0])  # type: ignore[arg-type]
+        return _not(c[0])  # type: ignore[arg-type]  # own children (see IndexExpr._rebuild)
 
     def evaluate(self, values: Mapping[Symbol, int]) -> bool:
         return not self.operand.evaluate(values)

@@ -250,9 +250,7 @@ class Add(_IntBinary):
         return a + b
 
     def _rebuild(self, c: Sequence[IndexExpr]) -> IndexExpr:
-        # ignore: _rebuild gets back this node's own children (rewritten), so
-        # they have the kinds the constructor takes; children() types them loosely
-        return _add(c[0], c[1])  # type: ignore[arg-type]
+        return _add(c[0], c[1])  # type: ignore[arg-type]  # own children (see IndexExpr._rebuild)
 
     def to_isl(self) -> str:
         return f"({self.left_operand.to_isl()} + {self.right_operand.to_isl()})"
@@ -267,9 +265,7 @@ class Sub(_IntBinary):
         return a - b
 
     def _rebuild(self, c: Sequence[IndexExpr]) -> IndexExpr:
-        # ignore: _rebuild gets back this node's own children (rewritten), so
-        # they have the kinds the constructor takes; children() types them loosely
-        return _sub(c[0], c[1])  # type: ignore[arg-type]
+        return _sub(c[0], c[1])  # type: ignore[arg-type]  # own children (see IndexExpr._rebuild)
 
     def to_isl(self) -> str:
         return f"({self.left_operand.to_isl()} - {self.right_operand.to_isl()})"
@@ -284,9 +280,7 @@ class Mul(_IntBinary):
         return a * b
 
     def _rebuild(self, c: Sequence[IndexExpr]) -> IndexExpr:
-        # ignore: _rebuild gets back this node's own children (rewritten), so
-        # they have the kinds the constructor takes; children() types them loosely
-        return _mul(c[0], c[1])  # type: ignore[arg-type]
+        return _mul(c[0], c[1])  # type: ignore[arg-type]  # own children (see IndexExpr._rebuild)
 
     def to_isl(self) -> str:
         a, b = self.left_operand, self.right_operand
@@ -308,8 +302,7 @@ class FloorDivision(_IntBinary):
         return a // b
 
     def _rebuild(self, c: Sequence[IndexExpr]) -> IndexExpr:
-        # ignore: _rebuild gets back this node's own children (rewritten), so
-        # they have the kinds the constructor takes; children() types them loosely
+        # ignore: own children (see IndexExpr._rebuild)
         return _floordiv(c[0], c[1])  # type: ignore[arg-type]
 
     def to_isl(self) -> str:
@@ -331,9 +324,7 @@ class Modulos(_IntBinary):
         return a % b
 
     def _rebuild(self, c: Sequence[IndexExpr]) -> IndexExpr:
-        # ignore: _rebuild gets back this node's own children (rewritten), so
-        # they have the kinds the constructor takes; children() types them loosely
-        return _mod(c[0], c[1])  # type: ignore[arg-type]
+        return _mod(c[0], c[1])  # type: ignore[arg-type]  # own children (see IndexExpr._rebuild)
 
     def to_isl(self) -> str:
         d = _const_int(self.right_operand)
@@ -352,9 +343,7 @@ class Pow(_IntBinary):
         return a**b
 
     def _rebuild(self, c: Sequence[IndexExpr]) -> IndexExpr:
-        # ignore: _rebuild gets back this node's own children (rewritten), so
-        # they have the kinds the constructor takes; children() types them loosely
-        return _pow(c[0], c[1])  # type: ignore[arg-type]
+        return _pow(c[0], c[1])  # type: ignore[arg-type]  # own children (see IndexExpr._rebuild)
 
 
 class TrueDivision(_IntBinary):
@@ -368,8 +357,7 @@ class TrueDivision(_IntBinary):
         return a / b
 
     def _rebuild(self, c: Sequence[IndexExpr]) -> IndexExpr:
-        # ignore: _rebuild gets back this node's own children (rewritten), so
-        # they have the kinds the constructor takes; children() types them loosely
+        # ignore: own children (see IndexExpr._rebuild)
         return _truediv(c[0], c[1])  # type: ignore[arg-type]
 
 
@@ -388,9 +376,7 @@ class Neg(_IntUnary):
         return -self.operand.evaluate(values)
 
     def _rebuild(self, c: Sequence[IndexExpr]) -> IndexExpr:
-        # ignore: _rebuild gets back this node's own children (rewritten), so
-        # they have the kinds the constructor takes; children() types them loosely
-        return _neg(c[0])  # type: ignore[arg-type]
+        return _neg(c[0])  # type: ignore[arg-type]  # own children (see IndexExpr._rebuild)
 
     def to_py(self, names: Mapping[str, str] | None = None) -> str:
         return f"(-{self.operand.to_py(names)})"
@@ -409,9 +395,7 @@ class Ceil(_IntUnary):
         return math.ceil(self.operand.evaluate(values))
 
     def _rebuild(self, c: Sequence[IndexExpr]) -> IndexExpr:
-        # ignore: _rebuild gets back this node's own children (rewritten), so
-        # they have the kinds the constructor takes; children() types them loosely
-        return ceil(c[0])  # type: ignore[arg-type]
+        return ceil(c[0])  # type: ignore[arg-type]  # own children (see IndexExpr._rebuild)
 
     def to_py(self, names: Mapping[str, str] | None = None) -> str:
         o = self.operand
@@ -437,9 +421,7 @@ class Floor(_IntUnary):
         return math.floor(self.operand.evaluate(values))
 
     def _rebuild(self, c: Sequence[IndexExpr]) -> IndexExpr:
-        # ignore: _rebuild gets back this node's own children (rewritten), so
-        # they have the kinds the constructor takes; children() types them loosely
-        return floor(c[0])  # type: ignore[arg-type]
+        return floor(c[0])  # type: ignore[arg-type]  # own children (see IndexExpr._rebuild)
 
     def to_py(self, names: Mapping[str, str] | None = None) -> str:
         o = self.operand
@@ -518,8 +500,7 @@ class Piecewise(IntIndexValue):
         return tuple(x for pair in self.conds_and_branches for x in pair)
 
     def _rebuild(self, c: Sequence[IndexExpr]) -> IndexExpr:
-        # ignore: _rebuild gets back this node's own children (rewritten), so
-        # they have the kinds the constructor takes; children() types them loosely
+        # ignore: own children (see IndexExpr._rebuild)
         return piecewise([(c[i], c[i + 1]) for i in range(0, len(c), 2)])  # type: ignore[misc]
 
     def evaluate(self, values: Mapping[Symbol, int]) -> Any:

@@ -76,8 +76,7 @@ class IndexSequence(IndexExpr):
         return self.members
 
     def _rebuild(self, c: Sequence[IndexExpr]) -> IndexExpr:
-        # ignore: _rebuild gets back this node's own children (rewritten), so
-        # they have the kinds the constructor takes; children() types them loosely
+        # ignore: own children (see IndexExpr._rebuild)
         return IndexSequence(tuple(c))  # type: ignore[arg-type]
 
     def remap(self, mapping: Mapping[Symbol, IndexExpr | int]) -> IndexSequence:
