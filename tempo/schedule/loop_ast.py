@@ -8,6 +8,8 @@ ops, not with how they interleave."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import islpy as isl
 
 from tempo.core.sdg import SDG, TensorId
@@ -50,6 +52,15 @@ def _drop_params(s: isl.Set, keep: set[str]) -> isl.Set:
 
 _FREE_PROBLEMS: dict[tuple[object, ...], list[tuple[int, isl.Set]]] = {}
 _FREE_ASTS: dict[tuple[str, str], isl.AstNode] = {}
+
+
+@dataclass
+class _FreeStatement:
+    """The one user statement (`F`) of a free's small isl AST, for `ast_to_tree`."""
+
+    frees: dict[str, list[TensorId]]
+    groups: dict[int, list[int]] = field(default_factory=dict)
+    after_group: dict[int, list[TensorId]] = field(default_factory=dict)
 
 
 class _FreesAt:
@@ -176,6 +187,7 @@ class Lowering:
         """Lowered children; consecutive ops under the same guard share one `if`."""
         out: list[Node] = []
         last_cond: str | None = None
+        last_body: Seq | None = None  # the body of the open `if last_cond:`
         for n in nodes:
             if isinstance(n, LoopNode):
                 out += self._loop(n, ctx)
@@ -184,12 +196,11 @@ class Lowering:
             cond, body = self._leaf(n.op_id, ctx)
             if cond is None:
                 out += body
-            elif cond == last_cond:
-                prev = out[-1]
-                assert isinstance(prev, If) and isinstance(prev.then, Seq)
-                prev.then.children += body
+            elif cond == last_cond and last_body is not None:
+                last_body.children += body
             else:
-                out.append(If(cond, Seq(body)))
+                last_body = Seq(body)
+                out.append(If(cond, last_body))
             last_cond = cond
         return out
 
@@ -232,13 +243,7 @@ class Lowering:
             if len(_FREE_ASTS) > 4096:
                 _FREE_ASTS.clear()
             _FREE_ASTS[key] = ast
-
-        class _Stmts:
-            groups: dict[int, list[int]] = {}
-            frees = {"F": tids}
-            after_group: dict[int, list[TensorId]] = {}
-
-        return ast_to_tree(ast, _Stmts())
+        return ast_to_tree(ast, _FreeStatement({"F": tids}))
 
     def _single_point(self, pts: isl.Set, ctx: isl.Set) -> tuple[str, ...] | None:
         """Each coordinate as an expression of the counters, if `pts` is one point."""
