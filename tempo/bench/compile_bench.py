@@ -2,7 +2,8 @@
 time of the issue-9 programs — MLP+Adam by depth, GRU/LSTM BPTT, the PPO-shaped learner with
 the batch as a spatial or a symbolic dim — under the structural scheduler, and with
 `--before` under isl's own scheduler (the previous path) in the same process, executions
-interleaved. Each program runs in its own forked process; results go to
+interleaved. The recurrent programs are also timed against their eager PyTorch twins
+(compile_eager.py) in the same process: the previous path never compiles GRU/LSTM BPTT. Each program runs in its own forked process; results go to
 `<results>/compile/compile.json`, the plot to `<results>/plots/compile_time.png`."""
 
 from __future__ import annotations
@@ -73,6 +74,29 @@ class _Prog:
         self.exe.execute()
 
 
+class _Eager:
+    """The eager PyTorch twin of a program (tempo/bench/compile_eager.py), timed beside it."""
+
+    def __init__(self, fn: Callable[[], list[float]], iterations: int) -> None:
+        self.fn, self.iterations, self.losses = fn, iterations, []
+
+    def run(self) -> None:
+        self.losses = self.fn()
+
+
+def _eager(kind: str, kw: dict[str, Any]) -> _Eager | None:
+    """The eager twin of a recurrent program, None for the others (MLP, GPT-2 have their
+    own baselines: the previous schedule, and E1's)."""
+    from tempo.bench import compile_eager
+
+    shape = {k: v for k, v in kw.items() if k not in ("symbolic_batch",)}
+    if kind == "rnn":
+        return _Eager(compile_eager.rnn_bptt(**shape), shape.get("iters", 5))
+    if kind == "ppo":
+        return _Eager(compile_eager.ppo_shaped(**shape), shape.get("iters", 5))
+    return None
+
+
 def _build(kind: str, kw: dict[str, Any]) -> _Prog | _Gpt2:
     if kind == "gpt2":
         return _Gpt2(**kw)
@@ -89,7 +113,7 @@ def _compile(p: _Prog | _Gpt2) -> dict[str, Any]:
             "profile_ms": {k: round(v, 1) for k, v in exe.compile_profile().items()}}
 
 
-def _time_runs(runs: dict[str, _Prog | _Gpt2], repeats: int) -> dict[str, dict[str, float]]:
+def _time_runs(runs: dict[str, Any], repeats: int) -> dict[str, dict[str, float]]:
     """ms per iteration of each program, executions interleaved so load hits all alike."""
     ts: dict[str, list[float]] = {k: [] for k in runs}
     for _ in range(repeats):
@@ -119,8 +143,13 @@ def _child(kind: str, kw: dict[str, Any], before: bool, isl_cpu_s: float, repeat
     out: dict[str, Any] = {}
     p = _build(kind, kw)
     out["structured"] = _compile(p)
-    runs = {"structured": p}
-    out["structured"].update(_time_runs(runs, repeats)["structured"])
+    runs: dict[str, _Prog | _Gpt2 | _Eager] = {"structured": p}
+    eager = _eager(kind, kw)
+    if eager is not None:
+        runs["eager_torch"] = eager
+        out["eager_torch"] = {}
+    for k, v in _time_runs(runs, repeats).items():  # interleaved with the eager twin
+        out[k].update(v)
     out["structured"]["first_losses"] = p.losses[:3]
     if before:
         q.put(dict(out))  # what we have if isl runs out of CPU time
@@ -182,6 +211,10 @@ def run(root: Path, quick: bool, before: bool, isl_cpu_s: float,
         s = r["structured"]
         line = (f"{spec[0]:28s} compile {s.get('compile_cpu_s', float('nan')):6.2f} CPU-s, "
                 f"{s.get('ms_per_iter_median', float('nan')):8.1f} ms/iter")
+        if "eager_torch" in r:
+            e = r["eager_torch"]
+            line += (f" | eager torch {e['ms_per_iter_median']:.1f} ms/iter "
+                     f"(x{s['ms_per_iter_median'] / e['ms_per_iter_median']:.2f})")
         if before:
             i = r["isl"]
             line += (f" | isl: {i['compile_cpu_s']:.2f} CPU-s, {i['ms_per_iter_median']:.1f} "
@@ -211,7 +244,8 @@ def plot(results: dict[str, Any], path: Path) -> None:
     ax1.set_ylabel("compile time (CPU s)")
     ax1.set_ylim(bottom=0)
     ax1.set_title("MLP + Adam: compile time vs depth")
-    ax1.legend()
+    if ax1.get_legend_handles_labels()[0]:  # a run of a subset may have no MLP points
+        ax1.legend()
     names = [k for k in rows if not k.startswith("mlp_adam_d")]
     vals = [rows[k]["structured"].get("compile_cpu_s", 0.0) for k in names]
     ax2.bar(range(len(names)), vals)
@@ -234,8 +268,9 @@ def section(root: Path) -> str:
         return head + "\nNo data: run `python -m tempo.bench compile [--before]`.\n"
     res = json.loads(f.read_text())
     lines = [head, "| program | ops | compile CPU s | compile wall s | ms/iter (min / median) |"
-             " isl: compile CPU s | isl: ms/iter (min / median) | load |",
-             "|---|---|---|---|---|---|---|---|"]
+             " isl: compile CPU s | isl: ms/iter (min / median) |"
+             " eager torch: ms/iter (min / median) | load |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for name, r in res.items():
         if not isinstance(r, dict) or "structured" not in r:
             continue
@@ -248,7 +283,10 @@ def section(root: Path) -> str:
                       f"{i['ms_per_iter_median']:.1f}")
         else:
             theirs = f"{i.get('status', 'not measured (run with --before)')} | –"
-        lines.append(f"| {name} | {s.get('ops_recorded', '–')} | {ours} | {theirs} | "
+        e = r.get("eager_torch", {})
+        eager = (f"{e['ms_per_iter_min']:.1f} / {e['ms_per_iter_median']:.1f}"
+                 if "ms_per_iter_min" in e else "–")
+        lines.append(f"| {name} | {s.get('ops_recorded', '–')} | {ours} | {theirs} | {eager} | "
                      f"{r['load_avg'][0]:.1f} |")
     lines += ["", "![compile time](plots/compile_time.png)", ""]
     return "\n".join(lines)
