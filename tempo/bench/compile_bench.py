@@ -3,7 +3,8 @@ time of the issue-9 programs — MLP+Adam by depth, GRU/LSTM BPTT, the PPO-shape
 the batch as a spatial or a symbolic dim — under the structural scheduler, and with
 `--before` under isl's own scheduler (the previous path) in the same process, executions
 interleaved. The recurrent programs are also timed against their eager PyTorch twins
-(compile_eager.py) in the same process: the previous path never compiles GRU/LSTM BPTT. Each program runs in its own forked process; results go to
+(compile_eager.py) in the same process: the previous path never compiles GRU/LSTM BPTT.
+Each program runs in its own forked process; results go to
 `<results>/compile/compile.json`, the plot to `<results>/plots/compile_time.png`."""
 
 from __future__ import annotations
