@@ -1,0 +1,1 @@
+"""LLM models whose layers are one dimension of the program."""

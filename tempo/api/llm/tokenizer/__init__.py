@@ -1,0 +1,1 @@
+"""Tokenizers read from local checkpoint files (no network)."""
