@@ -52,6 +52,11 @@ PATHS: list[tuple[str, str]] = [
     ("tempo.utils.torch_profiler", "TorchProfiler"), ("tempo.utils.jax_profiler", "JaxProfiler"),
     ("tempo.utils.cprofiler", "Profiler"),
     ("tempo.utils.make_sink", "make_sink"), ("tempo.utils.make_sink", "make_step_by_step_sink"),
+    *[("tempo.api.llm.models.llama", n) for n in (
+        "Llama", "LlamaArgs", "TransformerBlock", "FeedForward")],
+    ("tempo.api.llm.tokenizer.tokenizer", "RuntimeTokenizer"),
+    ("tempo.api.llm.tokenizer.sp_tokenizer", "SPTokenizer"),
+    ("tempo.api.llm.tokenizer.llama_tiktoken_tokenizer", "LlamaTiktokenTokenizer"),
 ]
 
 ISSUE_PATHS: list[tuple[str, str, str]] = [
@@ -63,11 +68,6 @@ ISSUE_PATHS: list[tuple[str, str, str]] = [
     ("tempo.api.rl.networks.model_builder", "ModelBuilder", "11"),
     ("tempo.api.rl.networks.model_builder", "DNNBuilder", "11"),
     ("tempo.api.rl.replay_buffer.replay_buffer", "ReplayBuffer", "11"),
-    *[("tempo.api.llm.models.llama", n, "12") for n in (
-        "Llama", "LlamaArgs", "TransformerBlock", "FeedForward")],
-    ("tempo.api.llm.tokenizer.tokenizer", "RuntimeTokenizer", "12"),
-    ("tempo.api.llm.tokenizer.sp_tokenizer", "SPTokenizer", "12"),
-    ("tempo.api.llm.tokenizer.llama_tiktoken_tokenizer", "LlamaTiktokenTokenizer", "12"),
 ]
 
 # ---------------------------------------------------------------- signatures
@@ -276,6 +276,27 @@ SIGNATURES += [
     ("tempo.api.distributions:Categorical", "probs=None, logits=None, domain=None"),
     ("tempo.api.distributions:Normal", "mu, sigma, domain=None"),
     ("tempo.api.distributions:Uniform", "low, high, domain=None"),
+    # §6.5 llm
+    ("tempo.api.llm.models.llama:LlamaArgs",
+     "dim=4096, multiple_of=256, n_heads=32, n_kv_heads=None, n_layers=32, norm_eps=1e-5, "
+     "ffn_dim_multiplier=None, rope_theta=10000.0, use_scaled_rope=False, vocab_size=-1, "
+     "tie_embeddings_and_output=True, rope_scaling_params=None"),
+    ("tempo.api.llm.models.llama:Llama", "params, temporal_dim, domain=None, "
+                                         "independent_domain=None, state_loader=None"),
+    ("tempo.api.llm.models.llama:Llama.forward", "self, tokens, attention_pattern=None"),
+    ("tempo.api.llm.models.llama:Llama.sample",
+     "logits, temperature=0.6, top_p=0.9, greedy=False"),
+    ("tempo.api.llm.models.llama:Llama.from_checkpoint",
+     "checkpoint_dir, temporal_dim, n_words, dtype, exec_cfg, domain=None, "
+     "independent_domain=None, enable_rope_scaling=True, force_rope_base=None"),
+    ("tempo.api.llm.models.llama:Llama.get_args_from_checkpoint",
+     "dir, n_words, enable_rope_scaling=True, force_rope_base=None"),
+    ("tempo.api.llm.models.llama:TransformerBlock", "params, seq_len, layer_idx"),
+    ("tempo.api.llm.models.llama:FeedForward",
+     "dim, hidden_dim, multiple_of, ffn_dim_multiplier=None"),
+    ("tempo.api.llm.tokenizer.tokenizer:RuntimeTokenizer.encode", "self, s, bos=False, eos=False"),
+    ("tempo.api.llm.tokenizer.tokenizer:RuntimeTokenizer.left_pad_token_batch",
+     "self, token_lists, max_prompt_len"),
 ]
 
 # Documented with "..." in API.md: only the named parameters and their defaults.

@@ -19,6 +19,9 @@ from tempo.api.llm.tiny_corpus import CORPUS
 from tempo.api.llm.tokenizer.llama_tiktoken_tokenizer import SPECIAL_TOKENS
 from tempo.api.nn.rope import RopeScalingParams
 
+# llama3 scaling with a short original context, so positions 0..40 cross every regime.
+TINY_SCALING = RopeScalingParams(factor=8.0, original_max_position_embeddings=16)
+
 
 def _byte_decoder() -> dict[str, int]:
     """GPT-2's byte-to-unicode map, inverted (what ByteLevel BPE vocab strings encode)."""
@@ -62,8 +65,7 @@ def train_tokenizer(out_dir: Path, n_bpe: int = 512) -> Any:
 def write_tiny_checkpoint(out_dir: str, n_layers: int = 2, dim: int = 64, n_heads: int = 4,
                           n_kv_heads: int = 2, intermediate_size: int = 192,
                           rope_theta: float = 500000.0,
-                          rope_scaling: RopeScalingParams | None = RopeScalingParams(
-                              factor=8.0, original_max_position_embeddings=16),
+                          rope_scaling: RopeScalingParams | None = TINY_SCALING,
                           tie: bool = True, seed: int = 0, init_std: float = 0.1) -> str:
     """Create `out_dir` with both layouts of one random model; returns `out_dir`."""
     import torch

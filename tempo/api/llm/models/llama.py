@@ -220,7 +220,8 @@ class TransformerBlock(Module):
         p = params
         self.layer_idx = layer_idx
         per = self.independent_domain
-        sl = state_loader.append("layers").append(layer_idx) if state_loader else None
+        idx = layer_idx if isinstance(layer_idx, ie.Symbol) else str(layer_idx)
+        sl = state_loader.append("layers").append(idx) if state_loader else None
         args = (dtype, domain, independent_domain)
         self.attention = Attention(p, seq_len, *args, sl.append("attention") if sl else None)
         self.feed_forward = FeedForward(p.dim, 4 * p.dim, p.multiple_of, p.ffn_dim_multiplier,
@@ -323,13 +324,12 @@ class Llama(Module):
 
     # ---------------------------------------------------------------- checkpoints
     @staticmethod
-    def get_args_from_checkpoint(checkpoint_dir: str, n_words: int,
+    def get_args_from_checkpoint(dir: str, n_words: int,  # noqa: A002 - API name
                                  enable_rope_scaling: bool = True,
                                  force_rope_base: float | None = None) -> LlamaArgs:
         from tempo.api.llm import checkpoint
 
-        return checkpoint.read_args(checkpoint_dir, n_words, enable_rope_scaling,
-                                    force_rope_base)
+        return checkpoint.read_args(dir, n_words, enable_rope_scaling, force_rope_base)
 
     @staticmethod
     def from_checkpoint(

@@ -1,0 +1,107 @@
+"""Decoding a batch of prompts with a `Llama`: the token recurrence, sampling, and a sink
+that streams each step's tokens to Python as soon as they exist.
+
+    tok[t < P] = prompt[:, t]            (the prompt, left-padded)
+    tok[t]     = sample(llama(tok))[t-1] (afterwards)
+
+`Generation` records the program in its own context; `run()` executes it and `stream()`
+yields the tokens of each step while the executor ticks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+import numpy as np
+
+from tempo.api.llm.models.llama import Llama
+from tempo.core.dtype import DataTypeLike, dtypes
+from tempo.core.errors import TempoError, user_site
+
+
+class Generation:
+    """Greedy or nucleus decoding of `prompt` `(batch, P)` for `max_new_tokens` steps.
+
+    `logits_sink(step, logits)` (optional) receives every step's `(batch, vocab)` logits."""
+
+    def __init__(self, checkpoint_dir: str, prompt: np.ndarray, max_new_tokens: int,
+                 exec_cfg: Any = None, dtype: DataTypeLike = None, greedy: bool = True,
+                 temperature: float = 0.6, top_p: float = 0.9, n_words: int = 0,
+                 logits_sink: Callable[[int, Any], None] | None = None) -> None:
+        from tempo.api import RecurrentTensor as RT
+        from tempo.api import TempoContext
+        from tempo.core.configs import ExecutionConfig
+
+        prompt = np.asarray(prompt)
+        if prompt.ndim != 2 or prompt.shape[1] < 1:
+            raise TempoError(f"prompt must be (batch, prompt_len >= 1), got {prompt.shape}",
+                             site=user_site())
+        if max_new_tokens < 1:
+            raise TempoError(f"max_new_tokens must be >= 1, got {max_new_tokens}",
+                             site=user_site())
+        self.cfg = exec_cfg or ExecutionConfig(dev="cpu", backend="torch")
+        self.batch, self.prompt_len = int(prompt.shape[0]), int(prompt.shape[1])
+        self.max_new_tokens = max_new_tokens
+        self.total = self.prompt_len + max_new_tokens
+        self._rows: list[Any] = []
+        dt = dtypes.from_(dtype) if dtype is not None else dtypes.default_float
+        ctx = TempoContext(self.cfg, num_dims=1)
+        ((t, T),) = ctx.variables_and_bounds
+        self.t, self.T = t, T
+        P, B = self.prompt_len, self.batch
+        with ctx:
+            self.model = Llama.from_checkpoint(checkpoint_dir, t, n_words, dt, self.cfg)
+            tok = RT.placeholder((B,), dtypes.default_int, domain=(t,))
+            pr = RT.const(prompt.astype(dtypes.to_np(dtypes.default_int)),
+                          dtype=dtypes.default_int)
+            tok[t < P] = pr.index(1, t)
+            logits = self.model.forward(tok)
+            nxt = Llama.sample(logits, temperature, top_p, greedy).cast(dtypes.default_int)
+            tok[True] = nxt[t - 1]
+            self.tokens, self.logits = tok, logits
+            rows = self._rows
+            tok.sink_udf(lambda x: rows.append(x))
+            if logits_sink is not None:
+                sink = logits_sink
+                logits.sink_with_ts_udf(lambda x, ts: sink(int(ts[t]), x))
+        self.exe = ctx.compile({T: self.total})
+
+    def run(self) -> np.ndarray:
+        """All tokens `(batch, P + max_new_tokens)` (prompt included)."""
+        for _ in self.stream():
+            pass
+        return self.result()
+
+    def stream(self) -> Iterator[np.ndarray]:
+        """The new tokens `(batch,)` of each decode step, as the executor produces them."""
+        self._rows.clear()
+        self.exe.reset()
+        seen = 0
+        while self.exe.tick():
+            while seen < len(self._rows):
+                if seen >= self.prompt_len:
+                    yield _np(self._rows[seen])
+                seen += 1
+        while seen < len(self._rows):
+            if seen >= self.prompt_len:
+                yield _np(self._rows[seen])
+            seen += 1
+
+    def result(self) -> np.ndarray:
+        return np.stack([_np(r) for r in self._rows], axis=1)
+
+
+def _np(x: Any) -> np.ndarray:
+    return x.detach().cpu().numpy() if hasattr(x, "detach") else np.asarray(x)
+
+
+def encode_prompts(tokenizer: Any, prompts: Sequence[str], bos: bool = True) -> np.ndarray:
+    """Token ids `(batch, P)` of the prompts, left-padded (RuntimeTokenizer's pad rule)."""
+    lists = [tokenizer.encode(p, bos=bos) for p in prompts]
+    p = max(len(x) for x in lists)
+    pad = tokenizer._pad_token()
+    out = np.full((len(lists), p), pad, dtype=np.int64)
+    for b, ids in enumerate(lists):
+        out[b, p - len(ids):] = ids
+    return out

@@ -1,0 +1,101 @@
+"""Our Llama equals Hugging Face's LlamaForCausalLM on the same random checkpoint (GQA,
+llama3 RoPE scaling, tied embeddings): logits over prompt + 32 decode steps and greedy tokens,
+loaded from the HF layout (one file and sharded) and from Meta's layout."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from tempo.api.llm.checkpoint import find_layout, load_meta_state_dict, read_args
+from tempo.api.llm.generate import Generation
+from tempo.api.llm.tiny_checkpoint import write_tiny_checkpoint
+
+P, NEW = 6, 32
+
+
+@pytest.fixture(scope="module")
+def ckpt(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return Path(write_tiny_checkpoint(str(tmp_path_factory.mktemp("tiny_llama"))))
+
+
+@pytest.fixture(scope="module")
+def hf_only(ckpt: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The HF files alone (the full directory prefers Meta's original/)."""
+    d = tmp_path_factory.mktemp("hf_only")
+    for f in ckpt.iterdir():
+        if f.is_file():
+            os.symlink(f, d / f.name)
+    return d
+
+
+@pytest.fixture(scope="module")
+def hf_reference(ckpt: Path) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(prompt, HF greedy tokens, HF logits at every position)."""
+    from transformers import LlamaForCausalLM
+
+    model = LlamaForCausalLM.from_pretrained(str(ckpt), dtype=torch.float32).eval()
+    g = torch.Generator().manual_seed(1)
+    prompt = torch.randint(0, 500, (2, P), generator=g)
+    with torch.no_grad():
+        out = model.generate(prompt, max_new_tokens=NEW, min_new_tokens=NEW, do_sample=False,
+                             eos_token_id=None, pad_token_id=0)
+        logits = model(out[:, : P + NEW - 1]).logits
+    return prompt, out, logits
+
+
+def _decode(d: Path, prompt: torch.Tensor) -> tuple[np.ndarray, torch.Tensor]:
+    rows: dict[int, torch.Tensor] = {}
+    gen = Generation(str(d), prompt.numpy(), NEW,
+                     logits_sink=lambda step, x: rows.__setitem__(step, x.clone()))
+    toks = gen.run()
+    return toks, torch.stack([rows[k] for k in sorted(rows)], 1)
+
+
+@pytest.mark.parametrize("layout", ["hf", "meta"])
+def test_logits_and_greedy_tokens_equal_hf(layout: str, ckpt: Path, hf_only: Path,
+                                           hf_reference: tuple) -> None:
+    d = hf_only if layout == "hf" else ckpt / "original"
+    assert find_layout(str(d))[0] == layout
+    prompt, ref_tokens, ref_logits = hf_reference
+    toks, logits = _decode(d, prompt)
+    assert toks.shape == (2, P + NEW)
+    # logits at the positions HF computed (the last sampled token is not fed back)
+    torch.testing.assert_close(logits[:, : P + NEW - 1], ref_logits, atol=1e-4, rtol=0)
+    np.testing.assert_array_equal(toks, ref_tokens.numpy())
+    assert len(set(toks[:, P:].ravel().tolist())) > 1  # not a degenerate single token
+
+
+def test_layouts_give_the_same_state_dict(ckpt: Path, hf_only: Path, tmp_path: Path) -> None:
+    """HF -> Meta conversion (names, q/k un-permutation) equals Meta's own file, also from
+    a sharded safetensors checkpoint with an index."""
+    from transformers import LlamaForCausalLM
+
+    args = read_args(str(ckpt), 0)
+    meta = load_meta_state_dict(str(ckpt / "original"), args)
+    hf = load_meta_state_dict(str(hf_only), args)
+    model = LlamaForCausalLM.from_pretrained(str(ckpt), dtype=torch.float32)
+    model.save_pretrained(str(tmp_path), max_shard_size="40KB")
+    assert len(list(tmp_path.glob("*.safetensors"))) > 1
+    assert (tmp_path / "model.safetensors.index.json").exists()
+    sharded = load_meta_state_dict(str(tmp_path), args)
+    assert set(meta) == set(hf) == set(sharded) - {"output.weight"}
+    for k in meta:
+        torch.testing.assert_close(hf[k], meta[k], atol=0, rtol=0)
+        torch.testing.assert_close(sharded[k], meta[k], atol=0, rtol=0)
+    assert args.n_kv_heads == 2 and args.n_heads == 4 and args.use_scaled_rope
+    assert args.hidden_dim == 192
+
+
+def test_checkpoint_errors_name_the_problem(tmp_path: Path) -> None:
+    from tempo.api.llm.models.llama import Llama
+    from tempo.core.errors import TempoError
+
+    with pytest.raises(TempoError, match="neither Meta's layout"):
+        Llama.get_args_from_checkpoint(str(tmp_path), 10)
+    with pytest.raises(TempoError, match="does not exist"):
+        Llama.get_args_from_checkpoint(str(tmp_path / "nope"), 10)
