@@ -12,31 +12,74 @@ import json
 import os
 import time
 from collections.abc import Mapping
+from typing import Any
 
 from tempo.api.compile_progress import CompileProgress
 from tempo.compiler.bounds import resolve_bounds
 from tempo.compiler.pipeline import run_pipeline
 from tempo.core.config_support import check_supported
 from tempo.core.configs import ExecutionConfig
+from tempo.core.dtype import dtypes
+from tempo.core.errors import BoundError, UnsupportedError
 from tempo.core.index_expr import Symbol
 from tempo.core.sdg import SDG, TensorId
+from tempo.runtime.codegen import Ending
 from tempo.runtime.executor.executor import PythonExecutor
 from tempo.schedule.scheduler import compute_schedule
 
 PROGRESS_AFTER_S = 2.0
 
 
+def split_endings(sdg: SDG, bounds: Mapping[Symbol, Any] | None,
+                  site: str) -> tuple[dict[Symbol, Any], tuple[Ending, ...]]:
+    """Integer bounds, and the dimensions a boolean tensor ends: `{T: (max, done)}` runs the
+    dimension to at most `max` points and stops after the first point where every element of
+    `done` (a bool tensor over that dimension) is true."""
+    ints: dict[Symbol, Any] = {}
+    endings: list[Ending] = []
+    for k, v in (bounds or {}).items():
+        if hasattr(v, "tensor_id"):
+            raise BoundError(f"bound {k} given only as the tensor {v!r}: give its maximum too, "
+                             f"as {{{k}: (max_points, stop_tensor)}}", site=site)
+        if not (isinstance(v, tuple) and len(v) == 2 and hasattr(v[1], "tensor_id")):
+            ints[k] = v
+            continue
+        ints[k], done = v[0], v[1]
+        var = k.as_var() if isinstance(k, Symbol) and k.is_bound else None
+        if var is None or not done.unindexed_domain.has_dim(var):
+            raise BoundError(f"the stop tensor of bound {k} must have {var} in its domain; "
+                             f"its domain is {done.unindexed_domain}", site=site)
+        if done.is_indexed or done.sdg is not sdg:
+            raise BoundError(f"the stop tensor of bound {k} must be a tensor of this program, "
+                             "not indexed (pass `done`, not `done[t]`)", site=site)
+        if done.dtype != dtypes.bool_:
+            raise BoundError(f"the stop tensor of bound {k} must be bool, got {done.dtype}",
+                             site=site)
+        endings.append(Ending(var.name, k.name, int(v[0]) if isinstance(v[0], int) else -1,
+                              done.tensor_id))
+    return ints, tuple(endings)
+
+
 def compile_sdg(
-    sdg: SDG, cfg: ExecutionConfig, bounds: Mapping[Symbol, int] | None, site: str
+    sdg: SDG, cfg: ExecutionConfig, bounds: Mapping[Symbol, Any] | None, site: str
 ) -> PythonExecutor:
     """An executor for the recorded graph (which is left untouched)."""
     check_supported(cfg, site)
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
     with CompileProgress(PROGRESS_AFTER_S) as progress:
-        resolved = resolve_bounds(sdg, bounds, site)
+        ints, endings = split_endings(sdg, bounds, site)
+        resolved = resolve_bounds(sdg, ints, site)
         progress.start("passes")
+        if endings:  # the stop tensors are outputs: nothing may optimise them away
+            sdg = sdg.copy()
+            sdg.keep |= {e.tensor for e in endings}
         graph = run_pipeline(sdg, cfg, resolved, timings, progress.done)
+        for e in endings:
+            op = graph.ops.get(e.tensor.op_id)
+            if op is None or e.var not in {v.name for v in op.domain.variables}:
+                raise UnsupportedError(f"the stop tensor of bound {e.bound} no longer varies "
+                                       f"along {e.var} after optimisation", site=site)
         if cfg.visualize_pipeline_stages:
             _write(cfg, "sdg_0_recorded.dot", sdg.to_dot())
             _write(cfg, "sdg_1_optimised.dot", graph.to_dot())
@@ -48,7 +91,7 @@ def compile_sdg(
         progress.done("schedule", (time.perf_counter() - t) * 1e3, _isl_note(sched.timings_ms))
         progress.start("code generation")
         exe = PythonExecutor(graph, sched, cfg, {b.name: v for b, v in resolved.items()},
-                             timings)
+                             timings, endings)
         progress.done("codegen", timings.get("codegen", 0.0))
         timings["total"] = (time.perf_counter() - t0) * 1e3
     if cfg.render_schedule:

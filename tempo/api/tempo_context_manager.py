@@ -157,9 +157,11 @@ class TempoContext:
 
     # ---------------------------------------------------------------- compile
     def compile(
-        self, bounds: Mapping[Symbol, int] | None = None, use_active_config: bool = False
+        self, bounds: Mapping[Symbol, Any] | None = None, use_active_config: bool = False
     ) -> Any:
-        """Schedule and generate code for the recorded program; returns an Executor."""
+        """Schedule and generate code for the recorded program; returns an Executor.
+        A bound may be `(max, done)`: a bool tensor over that dimension ends it after the
+        first point where all of `done` is true (API §7 item 10)."""
         from tempo.api.compile_driver import compile_sdg
 
         cfg = self.execution_config

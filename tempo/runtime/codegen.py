@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tempo.core import ops
-from tempo.core.errors import TempoError
+from tempo.core.errors import TempoError, UnsupportedError
 from tempo.core.index_expr import PY_GLOBALS, IndexSequence, Slice
 from tempo.core.sdg import SDG, Edge, TensorId
 from tempo.schedule.tree import Exec, Free, If, Loop, Node, Seq, While
@@ -25,6 +25,25 @@ class Generated:
     fn: Callable[[], Iterator[str | None] | None]
     namespace: dict[str, Any] = field(default_factory=dict)
     line_ops: dict[int, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Ending:
+    """Dimension `var` (bound `bound`, at most `maximum`) ends after the first point where
+    every element of boolean tensor `tensor` is true (API §7 item 10)."""
+
+    var: str
+    bound: str
+    maximum: int
+    tensor: TensorId
+
+
+NOT_ENDED = 1 << 62  # ENDS value while no stop point has been seen
+
+
+def ended(x: Any) -> bool:
+    """All elements true (a scalar or a batch of per-sequence flags; any backend)."""
+    return bool(x.all()) if hasattr(x, "all") else bool(x)
 
 
 def store_name(tid: TensorId) -> str:
@@ -47,9 +66,11 @@ class CodeGen:
 
     def __init__(
         self, sdg: SDG, kernels: dict[int, Any], stored: set[TensorId], steps: bool = False,
-        blocked: dict[TensorId, int] | None = None,
+        blocked: dict[TensorId, int] | None = None, endings: tuple[Ending, ...] = (),
     ) -> None:
         self.sdg = sdg
+        self.endings = {e.tensor.op_id: e for e in endings}
+        self.ended_loops: dict[int, Ending] = {}  # id(Loop) -> the ending it stops at
         self.blocked = blocked or {}
         self.steps = steps  # emit a generator yielding after each outer-loop iteration
         self.kernels = kernels
@@ -96,10 +117,19 @@ class CodeGen:
                 self.emit(c, ind)
         elif isinstance(node, Loop):
             step = f", {node.step}" if node.step != 1 else ""
+            end = self.ended_loops.get(id(node))
+            if end is not None:  # (re)entering: the bound is the maximum until a stop
+                self.lines.append(f"{pad}{end.bound} = {end.maximum}")
+                self.lines.append(f"{pad}ENDS[{end.var!r}] = {NOT_ENDED}")
             self.lines.append(f"{pad}for {node.counter} in range({node.lo}, {node.hi}{step}):")
+            if end is not None:
+                self.lines.append(f"{pad}    if {node.counter} >= ENDS[{end.var!r}]:")
+                self.lines.append(f"{pad}        break")
             self.emit(node.body, ind + 1)
             if self.steps and ind == 1:
                 self.lines.append(f"{pad}    yield None")
+            if end is not None:  # code after the loop sees the dimension's real extent
+                self.lines.append(f"{pad}{end.bound} = min({end.bound}, ENDS[{end.var!r}])")
         elif isinstance(node, While):
             self.lines.append(f"{pad}{node.counter} = {node.init}")
             self.lines.append(f"{pad}while {node.cond}:")
@@ -114,6 +144,8 @@ class CodeGen:
         elif isinstance(node, Exec):
             first = len(self.lines)
             self.exec_(node, pad)
+            if node.op_id in self.endings:
+                self.stop_check(node, pad)
             for k in range(first, len(self.lines)):
                 self.line_ops[k + 2] = node.op_id  # +1 for "def run():", +1 for 1-based
         elif isinstance(node, Free):
@@ -122,6 +154,41 @@ class CodeGen:
                 self.lines.append(f"{pad}{store_name(node.tensor)}.pop({key}, None)")
         else:
             raise TypeError(f"unknown schedule node {node!r}")
+
+    def find_ended_loops(self, node: Node, loops: tuple[Loop, ...] = ()) -> None:
+        """Map each ending to the loop over its dimension that executes its tensor: the
+        innermost loop around that Exec, whose counter is the tensor's point along `var`."""
+        if isinstance(node, Seq):
+            for c in node.children:
+                self.find_ended_loops(c, loops)
+        elif isinstance(node, Loop):
+            self.find_ended_loops(node.body, (*loops, node))
+        elif isinstance(node, While):
+            self.find_ended_loops(node.body, loops)
+        elif isinstance(node, If):
+            self.find_ended_loops(node.then, loops)
+            if node.else_ is not None:
+                self.find_ended_loops(node.else_, loops)
+        elif isinstance(node, Exec) and node.op_id in self.endings:
+            end = self.endings[node.op_id]
+            op = self.sdg.ops[node.op_id]
+            at = self._names(op, node.point).get(end.var)
+            if not loops or loops[-1].counter != at or loops[-1].step != 1:
+                raise UnsupportedError(
+                    f"the stop condition of dimension {end.var} is not computed one point "
+                    f"at a time in the loop over {end.var} (it is at {at!r}): a boolean "
+                    "bound needs its tensor over that dimension and outer ones only")
+            self.ended_loops[id(loops[-1])] = end
+
+    def stop_check(self, node: Exec, pad: str) -> None:
+        end = self.endings[node.op_id]
+        op = self.sdg.ops[node.op_id]
+        names = self._names(op, node.point)
+        key = self._key([names[v.name] for v in op.domain.variables])
+        val = f"{store_name(end.tensor)}[{key}]"
+        self.lines.append(f"{pad}if ended({val}):")
+        self.lines.append(f"{pad}    ENDS[{end.var!r}] = min(ENDS[{end.var!r}], "
+                          f"{names[end.var]} + 1)")
 
     def exec_(self, node: Exec, pad: str) -> None:
         op = self.sdg.ops[node.op_id]
@@ -176,11 +243,18 @@ def generate(
     stack: Callable,
     undefined: Callable[[int, tuple], None],
     steps: bool = False,
+    endings: tuple[Ending, ...] = (),
+    ends: dict[str, int] | None = None,
 ) -> Generated:
     """Compile the schedule into `run()` (or, with `steps`, a generator `run()` that yields
     after each outer-loop iteration and at barriers); stores and kernels are bound."""
     blocked = {tid: d for tid, d in sdg.block_stores.items() if hasattr(stores[tid], "read_slice")}
-    gen = CodeGen(sdg, kernels, set(stores), steps, blocked)
+    gen = CodeGen(sdg, kernels, set(stores), steps, blocked, endings)
+    gen.find_ended_loops(tree)
+    lost = [e.var for e in endings if e not in gen.ended_loops.values()]
+    if lost:
+        raise UnsupportedError(f"the stop condition of dimension {lost[0]} is never computed "
+                               "in the schedule (it was optimised away)")
     gen.emit(tree, 1)
     if steps:
         gen.lines.append("    yield None")
@@ -188,7 +262,8 @@ def generate(
     gen.lines = [f"    {name} = {value}" for name, value in sorted(bounds.items())] + gen.lines
     gen.line_ops = {k + len(bounds): v for k, v in gen.line_ops.items()}
     ns: dict[str, Any] = dict(PY_GLOBALS)
-    ns.update({"read_slices": read_slices, "stack": stack, "undefined": undefined})
+    ns.update({"read_slices": read_slices, "stack": stack, "undefined": undefined,
+               "ended": ended, "ENDS": ends if ends is not None else {}})
     for tid, store in stores.items():
         ns[store_name(tid)] = store
     for op_id, k in kernels.items():

@@ -1,11 +1,14 @@
 """Decoding a batch of prompts with a `Llama`: the token recurrence, sampling, and a sink
 that streams each step's tokens to Python as soon as they exist.
 
-    tok[t < P] = prompt[:, t]            (the prompt, left-padded)
-    tok[t]     = sample(llama(tok))[t-1] (afterwards)
+    tok[t < P] = prompt[:, t]                                   (the prompt, left-padded)
+    tok[t]     = where(done[t-1], pad, sample(llama(tok))[t-1])     (afterwards)
+    done[t]    = t >= P and (done[t-1] or tok[t] is a stop token)
 
-`Generation` records the program in its own context; `run()` executes it and `stream()`
-yields the tokens of each step while the executor ticks.
+With stop tokens, `done` is the boolean bound of `t` (`{T: (P + max_new, done)}`): the
+decode loop ends at the first step where every sequence has stopped, and a sequence that
+stopped earlier emits `pad` meanwhile. `Generation` records the program in its own context;
+`run()` executes it and `stream()` yields the tokens of each step while the executor ticks.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from tempo.api.llm.models.llama import Llama
+from tempo.api.llm.models.llama import Llama, stop_condition
 from tempo.core.dtype import DataTypeLike, dtypes
 from tempo.core.errors import TempoError, user_site
 
@@ -23,12 +26,15 @@ from tempo.core.errors import TempoError, user_site
 class Generation:
     """Greedy or nucleus decoding of `prompt` `(batch, P)` for `max_new_tokens` steps.
 
-    `logits_sink(step, logits)` (optional) receives every step's `(batch, vocab)` logits."""
+    `logits_sink(step, logits)` (optional) receives every step's `(batch, vocab)` logits;
+    `stop_tokens` end each sequence (default: none, every sequence runs to the maximum);
+    `pad_id` is what a stopped sequence emits (default: its first stop token)."""
 
     def __init__(self, checkpoint_dir: str, prompt: np.ndarray, max_new_tokens: int,
                  exec_cfg: Any = None, dtype: DataTypeLike = None, greedy: bool = True,
                  temperature: float = 0.6, top_p: float = 0.9, n_words: int = 0,
-                 logits_sink: Callable[[int, Any], None] | None = None) -> None:
+                 logits_sink: Callable[[int, Any], None] | None = None,
+                 stop_tokens: Sequence[int] = (), pad_id: int | None = None) -> None:
         from tempo.api import RecurrentTensor as RT
         from tempo.api import TempoContext
         from tempo.core.configs import ExecutionConfig
@@ -58,14 +64,24 @@ class Generation:
             tok[t < P] = pr.index(1, t)
             logits = self.model.forward(tok)
             nxt = Llama.sample(logits, temperature, top_p, greedy).cast(dtypes.default_int)
-            tok[True] = nxt[t - 1]
+            bound: Any = self.total
+            if stop_tokens:
+                done = RT.placeholder((B,), dtypes.bool_, domain=(t,))
+                pad = RT.const(np.full((B,), stop_tokens[0] if pad_id is None else pad_id),
+                               dtype=dtypes.default_int)
+                tok[True] = done[t - 1].where(pad, nxt[t - 1])
+                done[t < P] = RT.const(np.zeros((B,), bool), dtype=dtypes.bool_)
+                done[True] = done[t - 1] | stop_condition(tok, stop_tokens)
+                bound = (self.total, done)
+            else:
+                tok[True] = nxt[t - 1]
             self.tokens, self.logits = tok, logits
             rows = self._rows
             tok.sink_udf(lambda x: rows.append(x))
             if logits_sink is not None:
                 sink = logits_sink
                 logits.sink_with_ts_udf(lambda x, ts: sink(int(ts[t]), x))
-        self.exe = ctx.compile({T: self.total})
+        self.exe = ctx.compile({T: bound})
 
     def run(self) -> np.ndarray:
         """All tokens `(batch, P + max_new_tokens)` (prompt included)."""
@@ -89,6 +105,7 @@ class Generation:
             seen += 1
 
     def result(self) -> np.ndarray:
+        """Tokens `(batch, steps run)`: fewer than P + max_new_tokens when all stopped."""
         return np.stack([_np(r) for r in self._rows], axis=1)
 
 

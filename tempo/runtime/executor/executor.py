@@ -15,7 +15,7 @@ from tempo.core.errors import BackendError, ShapeError, TempoError
 from tempo.core.sdg import SDG, TensorId
 from tempo.runtime.backend_registry import DLBackend
 from tempo.runtime.backends.protocol import Backend, Kernel
-from tempo.runtime.codegen import Generated, UndefinedPointError, generate
+from tempo.runtime.codegen import Ending, Generated, UndefinedPointError, generate
 from tempo.runtime.missing import bad_index_error, no_value_error, removed_error
 from tempo.runtime.stores import BlockStore, MemoryAccountant, TrackedStore
 from tempo.runtime.udf_check import guard_udf
@@ -60,8 +60,12 @@ class PythonExecutor(Executor):
         cfg: ExecutionConfig,
         bounds: dict[str, int],
         timings_ms: dict[str, float],
+        endings: tuple[Ending, ...] = (),
     ) -> None:
         self.sdg = sdg
+        self.endings = endings
+        # dimension -> its extent in the last run (boolean bounds end it early)
+        self.ends: dict[str, int] = {e.var: e.maximum for e in endings}
         self.schedule = schedule
         self.cfg = cfg
         self.bounds = bounds
@@ -81,8 +85,8 @@ class PythonExecutor(Executor):
         kernels = {op.op_id: self._kernel(op) for op in sdg.topological()}
         args = (sdg, schedule.tree, kernels, self.stores, bounds, self.backend.stack,
                 self._undefined)
-        self.generated: Generated = generate(*args)
-        self._make_steps = lambda: generate(*args, steps=True)
+        self.generated: Generated = generate(*args, endings=endings, ends=self.ends)
+        self._make_steps = lambda: generate(*args, steps=True, endings=endings, ends=self.ends)
         self._steps: Any = None
         timings_ms["codegen"] = (time.perf_counter() - t0) * 1e3
         self._timings = timings_ms
@@ -215,7 +219,13 @@ class PythonExecutor(Executor):
         return int(op.domain.bound_of(v).evaluate(self._bound_values()))
 
     def _bound_values(self) -> dict:
-        return {b: self.bounds[b.name] for b in _bound_symbols(self.sdg)}
+        """Bound values; a dimension ended by a boolean bound has the extent it ran to."""
+        ended = {e.bound: min(self.ends[e.var], e.maximum) for e in self.endings}
+        return {b: ended.get(b.name, self.bounds[b.name]) for b in _bound_symbols(self.sdg)}
+
+    def dimension_extents(self) -> dict[str, int]:
+        """Per boolean-bounded dimension, how many points the last run computed."""
+        return {e.var: min(self.ends[e.var], e.maximum) for e in self.endings}
 
     def _gather(self, store: dict, tid: TensorId, parts: list, prefix: tuple) -> Any:
         k = len(prefix)

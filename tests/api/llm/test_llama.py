@@ -99,3 +99,40 @@ def test_checkpoint_errors_name_the_problem(tmp_path: Path) -> None:
         Llama.get_args_from_checkpoint(str(tmp_path), 10)
     with pytest.raises(TempoError, match="does not exist"):
         Llama.get_args_from_checkpoint(str(tmp_path / "nope"), 10)
+
+
+def test_eos_bound_stops_each_sequence_and_the_loop(hf_only: Path, hf_reference: tuple) -> None:
+    """Stop tokens taken from HF's greedy output: a sequence stops at its first stop token
+    (then pads), one that never emits it runs to the maximum; when all have stopped the
+    decode loop ends (no step runs past it)."""
+    prompt, ref_tokens, _ = hf_reference
+    new = ref_tokens[:, P:].numpy()
+    only0 = [x for x in dict.fromkeys(new[0, 3:].tolist()) if x not in new[1]]
+    assert only0, "the reference decode has no token only sequence 0 emits"
+    stop = int(only0[0])
+    at0 = P + int(np.argmax(new[0] == stop))
+    steps: list[int] = []
+    gen = Generation(str(hf_only), prompt.numpy(), NEW, stop_tokens=[stop], pad_id=0,
+                     logits_sink=lambda step, x: steps.append(step))
+    toks = gen.run()
+    assert toks.shape == (2, P + NEW)  # sequence 1 never stops: the loop runs to the max
+    np.testing.assert_array_equal(toks[0, : at0 + 1], ref_tokens[0, : at0 + 1].numpy())
+    assert (toks[0, at0 + 1:] == 0).all()
+    np.testing.assert_array_equal(toks[1], ref_tokens[1].numpy())
+    # both stop: the loop ends at the later stop, nothing is computed after it
+    stop1 = int(new[1, 2])
+    at1 = P + int(np.argmax(new[1] == stop1))
+    steps.clear()
+    gen = Generation(str(hf_only), prompt.numpy(), NEW, stop_tokens=[stop, stop1], pad_id=0,
+                     logits_sink=lambda step, x: steps.append(step))
+    streamed = list(gen.stream())
+    first = [P + int(np.argmax(np.isin(new[b], [stop, stop1]))) for b in range(2)]
+    end = max(first) + 1
+    assert gen.exe.dimension_extents() == {gen.t.name: end}
+    assert steps == list(range(end)) and len(streamed) == end - P
+    toks = gen.result()
+    assert toks.shape == (2, end)
+    for b in range(2):
+        np.testing.assert_array_equal(toks[b, : first[b] + 1], ref_tokens[b, : first[b] + 1])
+        assert (toks[b, first[b] + 1:] == 0).all()
+    assert at1 >= first[1]

@@ -1,0 +1,89 @@
+"""A bound given as a boolean tensor (API §7 item 10): `{T: (max, done)}` ends dimension t
+after the first point where every element of `done` is true; nothing runs past it, code
+after the loop sees the real extent, and nested loops restart at the maximum."""
+
+from __future__ import annotations
+
+import pytest
+
+from tempo.api import RecurrentTensor as RT
+from tempo.api import TempoContext
+from tempo.core.dtype import dtypes
+from tempo.core.errors import BoundError
+
+
+def _counter(start: list[float], limit: float, max_t: int, backend: str = "torch"):
+    from tempo.core.configs import ExecutionConfig
+
+    ctx = TempoContext(ExecutionConfig(dev="cpu", backend=backend), num_dims=1)
+    ((t, T),) = ctx.variables_and_bounds
+    seen: list = []
+    with ctx:
+        x = RT.placeholder((len(start),), dtypes.float32, domain=(t,))
+        x[0] = RT.const(start)
+        x[t + 1] = x + 1.0
+        done = x >= limit
+        x.sink_udf(lambda v: seen.append([float(e) for e in v]))
+        total: list = []
+        x[0:T].sum(0).sink_udf(lambda v: total.append(v))
+    return ctx.compile({T: (max_t, done)}), seen, total, t
+
+
+@pytest.mark.parametrize("backend", ["torch", "numpy"])
+def test_the_loop_ends_when_every_element_is_done(backend: str) -> None:
+    exe, seen, total, t = _counter([0.0, 2.0], 4.0, 10, backend)
+    exe.execute()
+    # element 1 is done at t=2, element 0 at t=4: the dimension has 5 points
+    assert seen == [[float(k), float(k + 2)] for k in range(5)]
+    assert exe.dimension_extents() == {t.name: 5}
+    # a read over 0:T after the loop sees the 5 points that exist
+    assert [float(e) for e in total[0]] == [10.0, 20.0]
+    seen.clear()
+    exe.reset()
+    exe.execute()  # runs again to the same end
+    assert len(seen) == 5
+
+
+def test_never_done_runs_to_the_maximum_and_tick_streams() -> None:
+    exe, seen, _, t = _counter([0.0], 100.0, 6)
+    ticks = 0
+    while exe.tick():
+        ticks += 1
+    assert len(seen) == 6 and exe.dimension_extents() == {t.name: 6}
+    assert ticks >= 6
+
+
+def test_nested_dimension_restarts_at_the_maximum() -> None:
+    ctx = TempoContext(num_dims=2)
+    (i, I), (t, T) = ctx.variables_and_bounds
+    seen: list = []
+    with ctx:
+        x = RT.placeholder((), dtypes.int64, domain=(i, t))
+        x[i, 0] = RT.const(0, dtype=dtypes.int64)
+        x[i, t + 1] = x + 1
+        done = x >= RT.lift(i).cast(dtypes.int64) + 1  # episode i lasts i + 2 steps
+        x.sink_with_ts_udf(lambda v, ts: seen.append((ts[i], ts[t], int(v))))
+    exe = ctx.compile({I: 3, T: (8, done)})
+    exe.execute()
+    assert seen == [(ii, tt, tt) for ii in range(3) for tt in range(ii + 2)]
+
+
+def test_boolean_bound_errors() -> None:
+    ctx = TempoContext(num_dims=1)
+    ((t, T),) = ctx.variables_and_bounds
+    with ctx:
+        x = RT.placeholder((), dtypes.float32, domain=(t,))
+        x[0] = 0.0
+        x[t + 1] = x + 1.0
+        x.sink_udf(lambda v: None)
+        flt = x * 2.0
+        const = RT.const(True)
+    with pytest.raises(BoundError, match="give its maximum too"):
+        ctx.compile({T: x >= 3.0})
+    with pytest.raises(BoundError, match="must be bool"):
+        ctx.compile({T: (5, flt)})
+    with pytest.raises(BoundError, match="must have d0 in its domain"):
+        ctx.compile({T: (5, const)})
+    with pytest.raises(BoundError, match="not indexed"):
+        ctx.compile({T: (5, (x >= 2.0)[t - 1])})
+
