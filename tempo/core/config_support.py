@@ -33,7 +33,7 @@ enable_device_assignment                               every op runs on `dev`
 enable_donation_analysis                               no buffer donation (jax)
 enable_ast_promo                                       frees are per point, never promoted
 enable_isolate_loop_conditions                         loop conditions are not isolated
-enable_custom_thunk_launchers, enable_eval_symbol_...  one generic op launcher
+enable_eval_symbol_launcher                            one generic op launcher
 enable_symbol_prealloc_store                           symbols are evaluated per point
 min_block_store_tensor_point_size                      block stores follow reads, not sizes
 visualize_debug_stages                                 only the pipeline-stage graphs render
@@ -132,8 +132,9 @@ FIELDS: dict[str, FieldSupport] = {
     **_entries(_H, "no buffer donation", "enable_donation_analysis"),
     **_entries(_H, "frees are per point, never promoted to blocks", "enable_ast_promo"),
     **_entries(_H, "loop conditions are not isolated", "enable_isolate_loop_conditions"),
-    **_entries(_H, "one generic op launcher", "enable_custom_thunk_launchers",
-               "enable_eval_symbol_launcher"),
+    **_entries(_I, "generated code keeps values consumed where they are made in locals "
+               "(no store write, read or free)", "enable_custom_thunk_launchers"),
+    **_entries(_H, "one generic op launcher", "enable_eval_symbol_launcher"),
     **_entries(_H, "symbols are evaluated per point", "enable_symbol_prealloc_store"),
     **_entries(_H, "block stores follow the reads, not tensor sizes",
                "min_block_store_tensor_point_size"),

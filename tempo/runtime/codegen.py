@@ -11,6 +11,7 @@ from tempo.core import ops
 from tempo.core.errors import TempoError, UnsupportedError
 from tempo.core.index_expr import PY_GLOBALS, IndexSequence, Slice
 from tempo.core.sdg import SDG, Edge, TensorId
+from tempo.runtime.codegen_locals import transient_tensors
 from tempo.schedule.tree import Exec, Free, If, Loop, Node, Seq, While
 
 
@@ -50,6 +51,10 @@ def store_name(tid: TensorId) -> str:
     return f"s{tid.op_id}_{tid.output_id}"
 
 
+def local_name(tid: TensorId) -> str:
+    return "v" + store_name(tid)
+
+
 def read_slices(store: dict, parts: tuple, stack: Callable) -> Any:
     """Gather points of `store`: `parts` holds ints and (lo, hi) ranges; ranges are stacked
     as leading dims in order."""
@@ -67,16 +72,34 @@ class CodeGen:
     def __init__(
         self, sdg: SDG, kernels: dict[int, Any], stored: set[TensorId], steps: bool = False,
         blocked: dict[TensorId, int] | None = None, endings: tuple[Ending, ...] = (),
+        kernel_ops: dict[int, ops.Op] | None = None,
     ) -> None:
         self.sdg = sdg
         self.endings = {e.tensor.op_id: e for e in endings}
         self.ended_loops: dict[int, Ending] = {}  # id(Loop) -> the ending it stops at
+        self.kernel_ops = kernel_ops or {}
         self.blocked = blocked or {}
         self.steps = steps  # emit a generator yielding after each outer-loop iteration
         self.kernels = kernels
         self.stored = stored
         self.lines: list[str] = []
         self.line_ops: dict[int, int] = {}
+        self.local: set[TensorId] = set()
+
+    def plan_locals(self, tree: Node, candidates: set[TensorId]) -> None:
+        """Keep the candidates that are consumed where they are made in locals."""
+        def exec_key(op_id: int, point: tuple[str, ...]) -> str:
+            op = self.sdg.ops[op_id]
+            names = self._names(op, point)
+            return self._key([names[v.name] for v in op.domain.variables])
+
+        def read_key(e: Edge, point: tuple[str, ...]) -> str | None:
+            if not e.is_point():
+                return None
+            names = self._names(self.sdg.ops[e.sink], point)
+            return self._key([m.to_py(names) for m in e.expr])
+
+        self.local = transient_tensors(tree, self.sdg, candidates, exec_key, read_key)
 
     # ---------------------------------------------------------------- expressions
     def _names(self, op: ops.Op, point: tuple[str, ...]) -> dict[str, str]:
@@ -87,6 +110,8 @@ class CodeGen:
         return "(" + "".join(p + ", " for p in parts) + ")" if parts else "()"
 
     def read(self, edge: Edge, names: dict[str, str]) -> str:
+        if edge.src in self.local:
+            return local_name(edge.src)
         src = store_name(edge.src)
         expr: IndexSequence = edge.expr
         members = list(expr)
@@ -108,13 +133,23 @@ class CodeGen:
         return f"read_slices({src}, {self._key(parts)}, stack)"
 
     # ---------------------------------------------------------------- statements
+    def target(self, tid: TensorId, key: str) -> str:
+        """Where the point `key` of `tid` is written."""
+        return local_name(tid) if tid in self.local else f"{store_name(tid)}[{key}]"
+
     def emit(self, node: Node, ind: int) -> None:
         pad = "    " * ind
         if isinstance(node, Seq):
             if not node.children:
                 self.lines.append(f"{pad}pass")
+            frees: list[Free] = []
             for c in node.children:
+                if isinstance(c, Free):
+                    frees.append(c)
+                    continue
+                self.frees(frees, pad)
                 self.emit(c, ind)
+            self.frees(frees, pad)
         elif isinstance(node, Loop):
             step = f", {node.step}" if node.step != 1 else ""
             end = self.ended_loops.get(id(node))
@@ -149,9 +184,7 @@ class CodeGen:
             for k in range(first, len(self.lines)):
                 self.line_ops[k + 2] = node.op_id  # +1 for "def run():", +1 for 1-based
         elif isinstance(node, Free):
-            if node.tensor in self.stored:
-                key = self._key(list(node.point))
-                self.lines.append(f"{pad}{store_name(node.tensor)}.pop({key}, None)")
+            self.frees([node], pad)
         else:
             raise TypeError(f"unknown schedule node {node!r}")
 
@@ -190,6 +223,24 @@ class CodeGen:
         self.lines.append(f"{pad}    ENDS[{end.var!r}] = min(ENDS[{end.var!r}], "
                           f"{names[end.var]} + 1)")
 
+    def frees(self, frees: list[Free], pad: str) -> None:
+        """A run of frees: the locals are dropped in one statement, and stores freeing the
+        same point share one key."""
+        drop = [local_name(f.tensor) for f in frees if f.tensor in self.local]
+        if drop:
+            self.lines.append(f"{pad}{' = '.join(drop)} = None")
+        by_key: dict[str, list[str]] = {}
+        for f in frees:
+            if f.tensor in self.stored and f.tensor not in self.local:
+                by_key.setdefault(self._key(list(f.point)), []).append(store_name(f.tensor))
+        for key, stores in by_key.items():
+            if len(stores) == 1:
+                self.lines.append(f"{pad}{stores[0]}.pop({key}, None)")
+            else:
+                self.lines.append(f"{pad}_k = {key}")
+                self.lines.extend(f"{pad}{s}.pop(_k, None)" for s in stores)
+        frees.clear()
+
     def exec_(self, node: Exec, pad: str) -> None:
         op = self.sdg.ops[node.op_id]
         names = self._names(op, node.point)
@@ -199,7 +250,8 @@ class CodeGen:
             self.merge(op, edges, names, key, pad)
             return
         args = [self.read(e, names) for e in edges]
-        args += [e.to_py(names) if not isinstance(e, int) else str(e) for e in op.runtime_exprs()]
+        exprs = self.kernel_ops.get(op.op_id, op).runtime_exprs()
+        args += [e.to_py(names) if not isinstance(e, int) else str(e) for e in exprs]
         if getattr(op, "with_ts", False):
             ts = ", ".join(f"SYM_{v.name}: {names[v.name]}" for v in op.domain.variables)
             args.append("{" + ts + "}")
@@ -210,23 +262,27 @@ class CodeGen:
             if self.steps and isinstance(op, ops.BarrierOp):
                 self.lines.append(f"{pad}yield {op.label!r}")
         elif n == 1:
-            self.lines.append(f"{pad}{store_name(TensorId(op.op_id, 0))}[{key}] = {call}")
+            self.lines.append(f"{pad}{self.target(TensorId(op.op_id, 0), key)} = {call}")
         else:
-            tmp = ", ".join(f"_o{k}" for k in range(n))
-            self.lines.append(f"{pad}{tmp} = {call}")
-            for k in range(n):
-                self.lines.append(f"{pad}{store_name(TensorId(op.op_id, k))}[{key}] = _o{k}")
+            outs = ", ".join(self.target(TensorId(op.op_id, k), key) for k in range(n))
+            self.lines.append(f"{pad}{outs} = {call}")
 
     def merge(
         self, op: ops.Op, edges: list[Edge], names: dict[str, str], key: str, pad: str
     ) -> None:
         """First branch whose condition holds wins (the if/elif order is branch order)."""
-        out = store_name(TensorId(op.op_id, 0))
-        for k, e in enumerate(edges):
-            cond = e.cond.to_py(names) if e.cond is not None else "True"
+        out = self.target(TensorId(op.op_id, 0), key)
+        conds = [e.cond.to_py(names) if e.cond is not None else "True" for e in edges]
+        if len(conds) == 2 and conds[1] == f"(not {conds[0]})":
+            self.lines.append(f"{pad}if {conds[0]}:")  # the second branch is the complement
+            self.lines.append(f"{pad}    {out} = {self.read(edges[0], names)}")
+            self.lines.append(f"{pad}else:")
+            self.lines.append(f"{pad}    {out} = {self.read(edges[1], names)}")
+            return
+        for k, (e, cond) in enumerate(zip(edges, conds)):
             kw = "if" if k == 0 else "elif"
             self.lines.append(f"{pad}{kw} {cond}:")
-            self.lines.append(f"{pad}    {out}[{key}] = {self.read(e, names)}")
+            self.lines.append(f"{pad}    {out} = {self.read(e, names)}")
         if edges:
             self.lines.append(f"{pad}else:")
         self.lines.append(
@@ -245,16 +301,25 @@ def generate(
     steps: bool = False,
     endings: tuple[Ending, ...] = (),
     ends: dict[str, int] | None = None,
+    kernel_ops: dict[int, ops.Op] | None = None,
+    use_locals: bool = True,
 ) -> Generated:
     """Compile the schedule into `run()` (or, with `steps`, a generator `run()` that yields
-    after each outer-loop iteration and at barriers); stores and kernels are bound."""
+    after each outer-loop iteration and at barriers); stores and kernels are bound.
+    `kernel_ops` are the ops the kernels were made from (bounds substituted, so fewer
+    runtime args); with `use_locals`, points consumed where they are made skip the plain
+    dict stores (never tracked or block stores, whose writes must be seen)."""
     blocked = {tid: d for tid, d in sdg.block_stores.items() if hasattr(stores[tid], "read_slice")}
-    gen = CodeGen(sdg, kernels, set(stores), steps, blocked, endings)
+    gen = CodeGen(sdg, kernels, set(stores), steps, blocked, endings, kernel_ops)
     gen.find_ended_loops(tree)
     lost = [e.var for e in endings if e not in gen.ended_loops.values()]
     if lost:
         raise UnsupportedError(f"the stop condition of dimension {lost[0]} is never computed "
                                "in the schedule (it was optimised away)")
+    if use_locals:  # a stop condition is read from its store: never a local
+        stop = {e.tensor for e in endings}
+        gen.plan_locals(tree, {tid for tid, s in stores.items() if type(s) is dict
+                               and not sdg.is_kept(tid.op_id) and tid not in stop})
     gen.emit(tree, 1)
     if steps:
         gen.lines.append("    yield None")

@@ -37,9 +37,11 @@ def run(cfg: Any, num_dims: int, build: Callable[..., dict[str, RecurrentTensor]
 
 
 def all_passes(cfg: Any) -> Any:
-    """`cfg` with every clean-up pass of the compiler and garbage collection on."""
+    """`cfg` with every clean-up pass of the compiler, garbage collection and the
+    generated code's launchers (values consumed at once in locals) on."""
     on = {p.flag: True for p in CLEANUP if p.flag}
-    return dataclasses.replace(cfg, **on, enable_gc=True, executor_debug_mode=False)
+    return dataclasses.replace(cfg, **on, enable_gc=True, executor_debug_mode=False,
+                               enable_custom_thunk_launchers=True)
 
 
 def _run(cfg: Any, num_dims: int, build: Callable[..., dict[str, RecurrentTensor]],

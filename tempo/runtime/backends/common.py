@@ -23,12 +23,23 @@ NAME_OF_NP: dict[np.dtype, str] = {v: k for k, v in NP_OF.items()}
 
 
 def dynamic_shape(shape: Any) -> Callable[..., tuple[int, ...]]:
-    """Resolver of a shape whose symbolic dims arrive as trailing kernel args, in order."""
-    dims = list(shape)
+    """Resolver of a shape whose symbolic dims arrive as trailing kernel args, in order
+    (bound-only dims are already ints: `runtime.static_args`). The common case of one
+    symbolic dim is two tuple concatenations; no generator runs per call."""
+    dims = tuple(shape)
+    pos = [k for k, d in enumerate(dims) if not isinstance(d, int)]
+    if not pos:
+        return lambda: dims
+    if len(pos) == 1:
+        head, tail = dims[: pos[0]], dims[pos[0] + 1:]
+        return lambda n: head + (n,) + tail
+    template = list(dims)
 
     def resolve(*sym: int) -> tuple[int, ...]:
-        it = iter(sym)
-        return tuple(d if isinstance(d, int) else next(it) for d in dims)
+        out = template.copy()
+        for k, v in zip(pos, sym):
+            out[k] = v
+        return tuple(out)
 
     return resolve
 

@@ -196,11 +196,17 @@ def _ident(op: ops.Op, be: TorchBackend) -> Kernel:
 
 
 def _reshape(op: ops.ReshapeOp, be: TorchBackend) -> Kernel:
+    if c.is_static(op.shape):
+        shape = tuple(op.shape)
+        return lambda x: x.reshape(shape)
     resolve = c.dynamic_shape(op.shape)
-    return lambda x, *sym: torch.reshape(x, resolve(*sym))
+    return lambda x, *sym: x.reshape(resolve(*sym))
 
 
 def _expand(op: ops.ExpandOp, be: TorchBackend) -> Kernel:
+    if c.is_static(op.shape):
+        shape = tuple(op.shape)
+        return lambda x: x.expand(shape)
     resolve = c.dynamic_shape(op.shape)
     return lambda x, *sym: x.expand(resolve(*sym))
 

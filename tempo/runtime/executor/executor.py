@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import abc
+import functools
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -17,6 +18,7 @@ from tempo.runtime.backend_registry import DLBackend
 from tempo.runtime.backends.protocol import Backend, Kernel
 from tempo.runtime.codegen import Ending, Generated, UndefinedPointError, generate
 from tempo.runtime.missing import bad_index_error, no_value_error, removed_error
+from tempo.runtime.static_args import bind_bounds
 from tempo.runtime.stores import BlockStore, MemoryAccountant, TrackedStore
 from tempo.runtime.udf_check import guard_udf
 from tempo.schedule import tree as st
@@ -82,11 +84,18 @@ class PythonExecutor(Executor):
             else:
                 self.stores[tid] = {}
         t0 = time.perf_counter()
-        kernels = {op.op_id: self._kernel(op) for op in sdg.topological()}
+        # bounds are constants of the program, except those a boolean bound ends at run time
+        ended = {e.bound for e in endings}
+        fixed = {b: v for b, v in self._bound_values().items() if b.name not in ended}
+        kernel_ops = {op.op_id: bind_bounds(op, fixed) for op in sdg.topological()}
+        kernels = {i: self._kernel(op) for i, op in kernel_ops.items()}
         args = (sdg, schedule.tree, kernels, self.stores, bounds, self.backend.stack,
                 self._undefined)
-        self.generated: Generated = generate(*args, endings=endings, ends=self.ends)
-        self._make_steps = lambda: generate(*args, steps=True, endings=endings, ends=self.ends)
+        gen = functools.partial(generate, *args, endings=endings, ends=self.ends,
+                                kernel_ops=kernel_ops,
+                                use_locals=cfg.enable_custom_thunk_launchers)
+        self.generated: Generated = gen()
+        self._make_steps = lambda: gen(steps=True)
         self._steps: Any = None
         timings_ms["codegen"] = (time.perf_counter() - t0) * 1e3
         self._timings = timings_ms

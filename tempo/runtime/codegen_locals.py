@@ -1,0 +1,89 @@
+"""Which tensors the generated function keeps in Python locals instead of stores.
+
+A point that is written, read only at that same point by ops later in the same statement
+list, and freed at the end of that list, never needs a store: a local variable holds it
+(one STORE_FAST instead of a tuple key, a dict write, a dict read per reader and a
+`pop`). This is ARCHITECTURE §5 step 7's "no store (consumed immediately)", decided on
+the schedule tree because only the schedule says where the last reader and the free are.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from tempo.core.sdg import SDG, Edge, TensorId
+from tempo.schedule.tree import Exec, Free, If, Loop, Node, Seq, While
+
+Path = tuple[tuple[int, int], ...]
+"""Where a node sits: (id of each enclosing Seq, index of the child) from the root."""
+
+
+@dataclass
+class _Sites:
+    execs: dict[int, list[tuple[Path, Exec]]] = field(default_factory=dict)
+    frees: dict[TensorId, list[tuple[Path, Free]]] = field(default_factory=dict)
+
+
+def _walk(node: Node, path: Path, sites: _Sites) -> None:
+    if isinstance(node, Seq):
+        for k, c in enumerate(node.children):
+            _walk(c, path + ((id(node), k),), sites)
+    elif isinstance(node, Loop | While):
+        _walk(node.body, path, sites)
+    elif isinstance(node, If):
+        _walk(node.then, path, sites)
+        if node.else_ is not None:
+            _walk(node.else_, path, sites)
+    elif isinstance(node, Exec):
+        sites.execs.setdefault(node.op_id, []).append((path, node))
+    elif isinstance(node, Free):
+        sites.frees.setdefault(node.tensor, []).append((path, node))
+
+
+def _between(reader: Path, prod: Path, free: Path) -> bool:
+    """`reader` lies inside a child of the producer's statement list, strictly after the
+    producer and before the free (nested ifs and loops included)."""
+    n = len(prod)
+    if len(reader) < n or reader[: n - 1] != prod[: n - 1]:
+        return False
+    seq, k = reader[n - 1]
+    return seq == prod[-1][0] and prod[-1][1] < k < free[-1][1]
+
+
+def transient_tensors(
+    tree: Node,
+    sdg: SDG,
+    candidates: set[TensorId],
+    exec_key: Callable[[int, tuple[str, ...]], str],
+    read_key: Callable[[Edge, tuple[str, ...]], str | None],
+) -> set[TensorId]:
+    """The candidates that can live in locals. `exec_key(op_id, point)` renders the key of
+    a point; `read_key(edge, reader_point)` the key the edge reads there (None for a slice
+    read). Tensors the user reads after the run are never candidates."""
+    sites = _Sites()
+    _walk(tree, (), sites)
+    out: set[TensorId] = set()
+    for tid in candidates:
+        prods = sites.execs.get(tid.op_id, [])
+        frees = sites.frees.get(tid, [])
+        if len(prods) != 1 or len(frees) != 1:
+            continue
+        (ppath, pnode), (fpath, fnode) = prods[0], frees[0]
+        if len(fpath) != len(ppath) or fpath[:-1] != ppath[:-1] or fpath[-1][1] <= ppath[-1][1]:
+            continue
+        key = exec_key(tid.op_id, pnode.point)
+        if exec_key(tid.op_id, fnode.point) != key:
+            continue
+        if all(_read_ok(e, sites, ppath, fpath, key, read_key) for e in sdg.readers(tid)):
+            out.add(tid)
+    return out
+
+
+def _read_ok(e: Edge, sites: _Sites, ppath: Path, fpath: Path, key: str,
+             read_key: Callable[[Edge, tuple[str, ...]], str | None]) -> bool:
+    """Every execution of the reader reads the produced point, between write and free."""
+    execs = sites.execs.get(e.sink, [])
+    return bool(execs) and all(
+        _between(path, ppath, fpath) and read_key(e, node.point) == key for path, node in execs
+    )
