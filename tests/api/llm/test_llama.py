@@ -136,3 +136,13 @@ def test_eos_bound_stops_each_sequence_and_the_loop(hf_only: Path, hf_reference:
         np.testing.assert_array_equal(toks[b, : first[b] + 1], ref_tokens[b, : first[b] + 1])
         assert (toks[b, first[b] + 1:] == 0).all()
     assert at1 >= first[1]
+
+
+def test_generate_example_streams_text(ckpt: Path, capsys: pytest.CaptureFixture) -> None:
+    import runpy
+
+    root = Path(__file__).resolve().parents[3]
+    mod = runpy.run_path(str(root / "examples" / "llm" / "generate.py"))
+    mod["main"](["--checkpoint", str(ckpt), "--prompt", "the river", "--max-new-tokens", "5"])
+    out, err = capsys.readouterr()
+    assert out.strip() and "steps in" in err and "compiled in" in err
