@@ -122,6 +122,8 @@ def run_spec(spec: dict[str, Any]) -> int:
             res = _run_decode(fn, cfg, out, quick, acct)
         elif kind == "rl":
             res = _run_rl(fn, cfg, out, quick, acct)
+        elif kind == "compile":  # compile only: the function returns its timings
+            res = dict(fn(cfg))
         else:
             res = dict(fn(str(out), quick) or {})
         res.update({

@@ -75,3 +75,38 @@ def test_rllib_runs_base_point() -> None:
     log = StatsLogger()
     train_rllib(dict(iterations=3), DeviceMemoryAccountant(), log)
     assert len(log.rows) == 3 and log.iter_mean() is not None
+
+
+@pytest.mark.skipif(importlib.util.find_spec("transformers") is None, reason="needs dev extra")
+def test_tiny_llama_decoders_agree(tmp_path: Path) -> None:
+    """E4's Tempo and JAX-like decoders give the eager Torch decoder's greedy tokens; the
+    JAX step's logits equal the eager ones (which equal HF's, test above). Window mode (its
+    mask contains the causal one; causal Tempo-vs-HF is tests/api/llm)."""
+    attn = "window"
+    import jax.numpy as jnp
+
+    from tempo.bench.baselines.llama_core import load_state
+    from tempo.bench.baselines.llama_jax import JaxLlamaDecoder
+    from tempo.bench.baselines.llama_torch import EagerLlama, TorchLlamaDecoder
+    from tempo.bench.systems.llama_tempo import TempoLlamaDecoder
+
+    cfg = dict(n_layers=2, seq_len=24, batch=2, attn=attn, window=6, weights_dir=str(tmp_path))
+    decs = [TorchLlamaDecoder(cfg, DeviceMemoryAccountant()),
+            JaxLlamaDecoder(cfg, DeviceMemoryAccountant()),
+            TempoLlamaDecoder(cfg, DeviceMemoryAccountant())]
+    for dec in decs:
+        dec.compile()
+        dec.run()
+    ref = np.asarray(decs[0].tokens)
+    for dec in decs[1:]:
+        np.testing.assert_array_equal(np.asarray(dec.tokens), ref)
+    jd = decs[1]
+    eager = EagerLlama(load_state(str(tmp_path / "tiny_llama_l2")), 2, 2, 24, attn, 6)
+    kc = jnp.zeros((2, 2, 24, 2, 32), jnp.float32)
+    vc = jnp.zeros((2, 2, 24, 2, 32), jnp.float32)
+    for pos in range(12):
+        tok = torch.from_numpy(ref[:, pos])
+        with torch.no_grad():
+            want = eager.step(tok, pos)
+        _, got, kc, vc = jd.step(jd.w, kc, vc, jnp.asarray(ref[:, pos]), jnp.int32(pos))
+        np.testing.assert_allclose(np.asarray(got), want.numpy(), atol=1e-4, rtol=1e-4)

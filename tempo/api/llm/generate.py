@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from tempo.api.llm.models.llama import Llama, stop_condition
+from tempo.core import index_expr as ie
 from tempo.core.dtype import DataTypeLike, dtypes
 from tempo.core.errors import TempoError, user_site
 
@@ -28,13 +29,15 @@ class Generation:
 
     `logits_sink(step, logits)` (optional) receives every step's `(batch, vocab)` logits;
     `stop_tokens` end each sequence (default: none, every sequence runs to the maximum);
-    `pad_id` is what a stopped sequence emits (default: its first stop token)."""
+    `pad_id` is what a stopped sequence emits (default: its first stop token); `window`
+    makes attention read only the last `window` positions."""
 
     def __init__(self, checkpoint_dir: str, prompt: np.ndarray, max_new_tokens: int,
                  exec_cfg: Any = None, dtype: DataTypeLike = None, greedy: bool = True,
                  temperature: float = 0.6, top_p: float = 0.9, n_words: int = 0,
                  logits_sink: Callable[[int, Any], None] | None = None,
-                 stop_tokens: Sequence[int] = (), pad_id: int | None = None) -> None:
+                 stop_tokens: Sequence[int] = (), pad_id: int | None = None,
+                 window: int | None = None) -> None:
         from tempo.api import RecurrentTensor as RT
         from tempo.api import TempoContext
         from tempo.core.configs import ExecutionConfig
@@ -62,7 +65,8 @@ class Generation:
             pr = RT.const(prompt.astype(dtypes.to_np(dtypes.default_int)),
                           dtype=dtypes.default_int)
             tok[t < P] = pr.index(1, t)
-            logits = self.model.forward(tok)
+            pattern = None if window is None else ie.slice_(ie.max(0, t - window + 1), t + 1)
+            logits = self.model.forward(tok, pattern)
             nxt = Llama.sample(logits, temperature, top_p, greedy).cast(dtypes.default_int)
             bound: Any = self.total
             if stop_tokens:
@@ -88,6 +92,12 @@ class Generation:
         for _ in self.stream():
             pass
         return self.result()
+
+    def execute(self) -> None:
+        """One whole decode without stepping (the fastest way to run it)."""
+        self._rows.clear()
+        self.exe.reset()
+        self.exe.execute()
 
     def stream(self) -> Iterator[np.ndarray]:
         """The new tokens `(batch,)` of each decode step, as the executor produces them."""
