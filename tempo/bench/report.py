@@ -4,6 +4,7 @@ table tests and whether it held (claims involving a MISSING system read "not tes
 from __future__ import annotations
 
 import platform
+import statistics
 import time
 from pathlib import Path
 from typing import Any
@@ -20,14 +21,21 @@ Cell = float | str
 
 def build_table(spec: TableSpec, records: list[Record], metric: str | None = None,
                 scale: float | None = None) -> dict[str, dict[str, Cell]]:
-    """rows -> system -> scaled value, or the label OOM / MISSING."""
+    """rows -> system -> scaled value, or the label OOM / MISSING. Repeated runs of one
+    point (e.g. E4c's three compiles per depth) give the median of their values."""
     metric, scale = metric or spec.metric, spec.scale if scale is None else scale
     tab: dict[str, dict[str, Cell]] = {}
+    runs: dict[tuple[str, str], list[float]] = {}
     for r in records:
-        row = tab.setdefault(spec.row(r.point.cfg), {})
+        key = spec.row(r.point.cfg)
+        row = tab.setdefault(key, {})
         v = r.get(metric) if r.status == "ok" else None
-        row[r.point.system.name] = v * scale if v is not None else (
-            r.status if r.status != "ok" else "–")
+        if v is None:
+            row.setdefault(r.point.system.name, r.status if r.status != "ok" else "–")
+            continue
+        vals = runs.setdefault((key, r.point.system.name), [])
+        vals.append(float(v) * scale)
+        row[r.point.system.name] = statistics.median(vals)
     return tab
 
 

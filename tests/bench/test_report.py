@@ -68,3 +68,14 @@ def test_agreeing_never_contradicts_the_bound() -> None:
         shown = float(agreeing(v, bounds))
         for b in bounds:
             assert (shown > b) == (v > b) and (shown < b) == (v < b), (v, b, shown)
+
+
+def test_repeated_runs_of_a_point_report_their_median() -> None:
+    from tempo.bench.report import build_table
+    from tempo.bench.results import Record
+
+    e4c = resolve("llama_compile")
+    spec = e4c.extra["table"]
+    pts = [p for p in e4c.grid(True) if p.cfg["n_layers"] == 2]
+    recs = [Record(p, "ok", {"comp_cpu_time": v}) for p, v in zip(pts * 3, (0.5, 0.9, 0.6))]
+    assert build_table(spec, recs) == {"layers 2": {"tempo": 0.6}}
