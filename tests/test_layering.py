@@ -21,12 +21,19 @@ ALLOWED: dict[str, set[str]] = {
     "runtime": {"core", "schedule"},
     "api": {"core", "schedule", "compiler", "runtime"},
     "memsave": set(),
+    "prims": {"core", "schedule", "compiler", "runtime", "api"},
 }
 # (module, imported module) pairs allowed against the arrows, with the reason.
 EXCEPTIONS = {
     ("tempo.core.dl_backend", "tempo.runtime.backend_registry"):
         "API.md §0 lists `tempo.core.dl_backend.DLBackend`: a lazy re-export of the runtime's "
         "registry for users; no module of core uses it",
+    ("tempo.api.autodiff.backward", "tempo.prims"):
+        "backward() applies every primitive's gradient rule: it loads the package that "
+        "registers them (tempo.prims sits above the api's rule registry, as jax's api "
+        "loads lax)",
+    ("tempo.api.compile_driver", "tempo.prims"):
+        "ctx.compile needs every primitive's batching, cost and kernel rules registered",
 }
 
 

@@ -14,6 +14,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+import tempo.prims  # noqa: F401 - registers every primitive's batching, cost and kernels
 from tempo.api.compile_progress import CompileProgress
 from tempo.compiler.bounds import resolve_bounds
 from tempo.compiler.pipeline import run_pipeline

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import torch
 
+import tempo.prims  # noqa: F401 - registers the kernels these tests call
 from tempo.core import ops
 from tempo.core.domain import Domain
 from tempo.core.dtype import dtypes

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+import tempo.prims  # noqa: F401 - registers the kernels these tests call
 from tempo.api import RecurrentTensor as RT
 from tempo.api import TempoContext
 from tempo.core import ops
@@ -20,27 +21,37 @@ from tempo.core.dtype import dtypes
 from tempo.core.errors import BackendError
 from tempo.runtime.backends import jax as jax_be
 from tempo.runtime.backends import numpy as np_be
-from tempo.runtime.backends import torch as torch_be
 from tempo.runtime.backends.protocol import Backend
+from tempo.runtime.kernel_registry import registered_kernels
 
-TABLES = {"torch": torch_be.KERNELS, "jax": jax_be.KERNELS, "numpy": np_be.KERNELS}
-PRIMITIVES = sorted(op.name for op in ops.ALL_OPS)
+TABLES = {name: registered_kernels(name) for name in ("torch", "jax", "numpy")}
 
 
 @pytest.mark.parametrize("backend", sorted(TABLES))
 def test_table_covers_every_primitive(backend: str) -> None:
-    missing = [name for name in PRIMITIVES if name not in TABLES[backend]]
+    missing = [op.name for op in ops.ALL_OPS if op not in TABLES[backend]]
     assert not missing, f"{backend} has no kernel for {missing}"
 
 
 @pytest.mark.parametrize("backend", sorted(TABLES))
 def test_table_has_no_stray_keys(backend: str) -> None:
-    stray = sorted(set(TABLES[backend]) - set(PRIMITIVES))
+    stray = sorted(op.__name__ for op in set(TABLES[backend]) - set(ops.ALL_OPS))
     assert not stray, f"{backend} kernels for unknown ops {stray}"
 
 
 def test_tables_have_the_same_keys() -> None:
     assert set(TABLES["jax"]) == set(TABLES["torch"]) == set(TABLES["numpy"])
+
+
+def test_a_backend_without_the_kernel_names_the_op() -> None:
+    """An op class nobody registered: a BackendError naming it, not a KeyError."""
+
+    @dataclasses.dataclass(frozen=True, eq=False, kw_only=True, repr=False)
+    class NewOp(ops.Op):
+        name = "new_op"
+
+    with pytest.raises(BackendError, match="new_op"):
+        np_be.NumpyBackend().kernel(NewOp(op_id=3, domain=Domain.empty()))
 
 
 @pytest.mark.parametrize("name", ["jax", "numpy", "torch", "np", "xla", "pytorch"])

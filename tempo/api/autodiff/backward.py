@@ -12,8 +12,9 @@ from collections.abc import Iterator
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+import tempo.prims  # noqa: F401 - registers every primitive's gradient rule
 from tempo.api.autodiff.errors import GradientError
-from tempo.api.autodiff.grad_rules import GRAD_RULES
+from tempo.api.autodiff.grad_rules import grad_rule
 from tempo.api.autodiff.reverse import Validity, reverse_edge
 from tempo.api.autodiff.support import BranchSupport
 from tempo.api.autodiff.tape import Tape, tape_of
@@ -197,9 +198,7 @@ class _Backward:
         if isinstance(op, ops.MergeOp):
             self._merge(op, edges)
             return
-        rule = GRAD_RULES.get(op.name)
-        if rule is None:
-            raise TempoError(f"no gradient rule for {op!r}", site=op.site)
+        rule = grad_rule(op)
         all_edges = self.sdg.in_edges[op.op_id]
         xs = [self._wrap(e.src, e.expr) for e in all_edges]
         ys = [self._wrap(TensorId(op.op_id, k)) for k in range(op.num_outputs)]

@@ -1,7 +1,8 @@
-"""Helpers shared by the backends: numpy dtypes of Tempo's dtypes, dynamic shapes and pad
-index maps. There is no promotion here: inputs arrive in the dtypes the op computes in
-(`Op.input_dtypes`). Backend exceptions become a `BackendError` naming the op in the
-executor, from the generated line: kernels carry no wrapper.
+"""Helpers shared by the backends' kernels (`tempo.prims`): numpy dtypes of Tempo's dtypes
+and shapes whose symbolic dims arrive as kernel args. There is no promotion here: inputs
+arrive in the dtypes the op computes in (`Op.input_dtypes`). Backend exceptions become a
+`BackendError` naming the op in the executor, from the generated line: kernels carry no
+wrapper.
 
 Kernels are called once per op per point, so everything here is resolved at factory time
 and the per-call paths are a dict lookup or a comparison at most.
@@ -9,7 +10,6 @@ and the per-call paths are a dict lookup or a comparison at most.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -46,18 +46,3 @@ def dynamic_shape(shape: Any) -> Callable[..., tuple[int, ...]]:
 
 def is_static(shape: Any) -> bool:
     return all(isinstance(d, int) for d in shape)
-
-
-@functools.lru_cache(maxsize=4096)
-def pad_index(n: int, before: int, after: int, mode: str) -> np.ndarray:
-    """Source positions of a padded dim for the index-based modes (reflect, replicate),
-    identical to the torch kernel's (reflect folds pads longer than n - 1)."""
-    out = []
-    for i in range(-before, n + after):
-        if mode == "replicate":
-            out.append(min(max(i, 0), n - 1))
-        else:
-            period = 2 * (n - 1) if n > 1 else 1
-            j = abs(i) % period if n > 1 else 0
-            out.append(period - j if j >= n else j)
-    return np.asarray(out, dtype=np.int64)

@@ -9,21 +9,20 @@ class, as in the original); everything tied to a device or a seed is per instanc
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 
 from tempo.core import ops
 from tempo.core.dtype import DataType
+from tempo.runtime.kernel_registry import Kernel
 
 if TYPE_CHECKING:
     import torch
 
     from tempo.core.configs import ExecutionConfig
 
-Kernel = Callable[..., Any]
-"""What the generated code calls per op per point: inputs (then symbolic dims) → outputs."""
 
 
 @runtime_checkable

@@ -1,0 +1,29 @@
+"""Graph structure: merge (a recurrence's value: the first branch whose condition holds,
+conditions on the SDG edges) and barrier (a marker ordering everything before it).
+
+A merge's kernel is the identity on the chosen branch; its gradient is backpropagation
+through time, which `backward` does itself (it reverses the branch conditions).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from tempo.api.autodiff.grad_rules import BY_BACKWARD, NOT_DIFFERENTIABLE
+from tempo.compiler.op_rules import NO_BATCHING, free
+from tempo.core import ops
+from tempo.prims.define import primitive
+from tempo.prims.movement import ident_kernel
+
+if TYPE_CHECKING:
+    from tempo.runtime.kernel_registry import Kernel
+
+
+def barrier_kernel(op: ops.BarrierOp, be: Any) -> Kernel:
+    return lambda *xs: None
+
+
+primitive(ops.MergeOp, grad=BY_BACKWARD, batching=NO_BATCHING, cost=free,
+          torch=ident_kernel, jax=ident_kernel, numpy=ident_kernel)
+primitive(ops.BarrierOp, grad=NOT_DIFFERENTIABLE, batching=NO_BATCHING, cost=free,
+          torch=barrier_kernel, jax=barrier_kernel, numpy=barrier_kernel)

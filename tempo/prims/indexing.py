@@ -1,0 +1,207 @@
+"""Indexing primitives: index_select, gather, scatter_add, index_add (torch semantics on
+every backend: integer indices, a 0-d index selects or adds one slice)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from tempo.api.autodiff.grad_rules import Grads, Gs, Xs, zeros_of
+from tempo.api.tensor_base import record1
+from tempo.compiler.op_rules import NO_BATCHING, Arg, Cost, copies, traffic
+from tempo.core import ops
+from tempo.core.dtype import dtypes
+from tempo.prims.define import primitive
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from tempo.runtime.kernel_registry import Kernel
+
+
+# ---------------------------------------------------------------- gradients
+def index_select_grad(op: ops.IndexSelectOp, xs: Xs, ys: Xs, gs: Gs) -> Grads:
+    g, (x, idx) = gs[0], xs
+    if g is None:
+        return [None, None]
+    if idx.ndim == 0:
+        g, idx = g.unsqueeze(op.dim), idx.reshape((1,))
+    z = zeros_of(x.shape, g.dtype)
+    return [record1(ops.IndexAddOp, [z, idx.cast(dtypes.int64), g], dim=op.dim), None]
+
+
+def gather_grad(op: ops.GatherOp, xs: Xs, ys: Xs, gs: Gs) -> Grads:
+    g = gs[0]
+    if g is None:
+        return [None, None]
+    z = zeros_of(xs[0].shape, g.dtype)
+    return [record1(ops.ScatterAddOp, [z, xs[1].cast(dtypes.int64), g], dim=op.dim), None]
+
+
+def scatter_add_grad(op: ops.ScatterAddOp, xs: Xs, ys: Xs, gs: Gs) -> Grads:
+    g = gs[0]
+    if g is None:
+        return [None, None, None]
+    return [g, None, record1(ops.GatherOp, [g, xs[1].cast(dtypes.int64)], dim=op.dim)]
+
+
+def index_add_grad(op: ops.IndexAddOp, xs: Xs, ys: Xs, gs: Gs) -> Grads:
+    g = gs[0]
+    if g is None:
+        return [None, None, None]
+    src = record1(ops.IndexSelectOp, [g, xs[1].cast(dtypes.int64)], dim=op.dim)
+    return [g, None, src * op.alpha if op.alpha != 1.0 else src]
+
+
+# ---------------------------------------------------------------- torch
+def _torch_index_select(op: ops.IndexSelectOp, be: Any) -> Kernel:
+    import torch
+
+    return lambda x, i: (torch.index_select(x, op.dim, i.reshape(-1)).squeeze(op.dim)
+                         if i.ndim == 0 else torch.index_select(x, op.dim, i))
+
+
+def _torch_gather(op: ops.GatherOp, be: Any) -> Kernel:
+    import torch
+
+    return lambda x, i: torch.gather(x, op.dim, i.long())
+
+
+def _torch_scatter_add(op: ops.ScatterAddOp, be: Any) -> Kernel:
+    import torch
+
+    return lambda x, i, s: torch.scatter_add(x, op.dim, i.long(), s)
+
+
+def _torch_index_add(op: ops.IndexAddOp, be: Any) -> Kernel:
+    import torch
+
+    def index_add(x: torch.Tensor, i: torch.Tensor, s: torch.Tensor) -> torch.Tensor:
+        if i.ndim == 0:  # a scalar index adds one slice: give it back its dim
+            i, s = i.reshape(1), s.unsqueeze(op.dim)
+        return torch.index_add(x, op.dim, i.long(), s, alpha=op.alpha)
+
+    return index_add
+
+
+# ---------------------------------------------------------------- jax
+def _fit_to_index(x: Any, i: Any, dim: int) -> Any:
+    """torch.gather/scatter allow an index smaller than the input off `dim`: crop to it
+    (numpy and jax arrays alike)."""
+    d = dim % x.ndim if x.ndim else 0
+    if all(a == b for k, (a, b) in enumerate(zip(x.shape, i.shape)) if k != d):
+        return x
+    return x[tuple(slice(None) if k == d else slice(0, s) for k, s in enumerate(i.shape))]
+
+
+def _jax_index_select(op: ops.IndexSelectOp, be: Any) -> Kernel:
+    import jax.numpy as jnp
+
+    from tempo.runtime.backends.jax import jit_shared
+
+    dim = op.dim
+    return jit_shared(op, lambda x, i: jnp.take(x, i, axis=dim))
+
+
+def _jax_gather(op: ops.GatherOp, be: Any) -> Kernel:
+    import jax.numpy as jnp
+
+    from tempo.runtime.backends.jax import jit_shared
+
+    dim = op.dim
+    return jit_shared(op, lambda x, i: jnp.take_along_axis(_fit_to_index(x, i, dim), i,
+                                                           axis=dim))
+
+
+def _jax_scatter_add(op: ops.ScatterAddOp, be: Any) -> Kernel:
+    import jax.numpy as jnp
+
+    from tempo.runtime.backends.jax import jit_shared
+
+    dim = op.dim
+
+    def scatter_add(x: Any, i: Any, s: Any) -> Any:
+        if i.ndim == 0:
+            return x
+        grid = list(jnp.indices(i.shape, sparse=True))
+        grid[dim % i.ndim] = i
+        return x.at[tuple(grid)].add(s[tuple(slice(0, n) for n in i.shape)])
+
+    return jit_shared(op, scatter_add)
+
+
+def _jax_index_add(op: ops.IndexAddOp, be: Any) -> Kernel:
+    from tempo.runtime.backends.jax import jit_shared
+
+    dim, alpha = op.dim, op.alpha
+
+    def index_add(x: Any, i: Any, s: Any) -> Any:
+        d = dim % max(x.ndim, 1)
+        if alpha != 1:
+            s = s * alpha
+        return x.at[(slice(None),) * d + (i,)].add(s.astype(x.dtype))
+
+    return jit_shared(op, index_add)
+
+
+# ---------------------------------------------------------------- numpy
+def _np_index_select(op: ops.IndexSelectOp, be: Any) -> Kernel:
+    dim = op.dim
+    return lambda x, i: np.take(x, i, axis=dim)  # a 0-d index removes the dim, as in torch
+
+
+def _np_gather(op: ops.GatherOp, be: Any) -> Kernel:
+    dim = op.dim
+    return lambda x, i: np.take_along_axis(_fit_to_index(x, i, dim), i, axis=dim)
+
+
+def scatter_coords(i: np.ndarray, dim: int) -> tuple[np.ndarray, ...]:
+    """Full coordinates for torch.scatter_add: every index position, `dim` replaced by i."""
+    grid: list[np.ndarray] = list(np.indices(i.shape, sparse=True))
+    grid[dim % i.ndim] = i
+    return tuple(grid)
+
+
+def _np_scatter_add(op: ops.ScatterAddOp, be: Any) -> Kernel:
+    dim = op.dim
+
+    def scatter_add(x: np.ndarray, i: np.ndarray, s: np.ndarray) -> np.ndarray:
+        out = np.array(x)
+        if i.ndim == 0:
+            return out
+        np.add.at(out, scatter_coords(i, dim), s[tuple(slice(0, n) for n in i.shape)])
+        return out
+
+    return scatter_add
+
+
+def _np_index_add(op: ops.IndexAddOp, be: Any) -> Kernel:
+    dim, alpha = op.dim, op.alpha
+
+    def index_add(x: np.ndarray, i: np.ndarray, s: np.ndarray) -> np.ndarray:
+        out = np.array(x)
+        d = dim % max(x.ndim, 1)
+        if alpha != 1:
+            s = (s * alpha).astype(x.dtype)
+        key: Any = (slice(None),) * d + (i,)  # a 0-d index adds one slice
+        np.add.at(out, key, s)
+        return out
+
+    return index_add
+
+
+# ---------------------------------------------------------------- registration
+def _accumulate_cost(op: Any, ins: Sequence[Arg], outs: Sequence[Arg]) -> Cost:
+    """scatter_add/index_add: one add per source element (the sink is copied through)."""
+    return Cost(ins[2].numel, traffic(ins, outs))
+
+
+primitive(ops.IndexSelectOp, grad=index_select_grad, batching=NO_BATCHING, cost=copies,
+          torch=_torch_index_select, jax=_jax_index_select, numpy=_np_index_select)
+primitive(ops.GatherOp, grad=gather_grad, batching=NO_BATCHING, cost=copies,
+          torch=_torch_gather, jax=_jax_gather, numpy=_np_gather)
+primitive(ops.ScatterAddOp, grad=scatter_add_grad, batching=NO_BATCHING, cost=_accumulate_cost,
+          torch=_torch_scatter_add, jax=_jax_scatter_add, numpy=_np_scatter_add)
+primitive(ops.IndexAddOp, grad=index_add_grad, batching=NO_BATCHING, cost=_accumulate_cost,
+          torch=_torch_index_add, jax=_jax_index_add, numpy=_np_index_add)

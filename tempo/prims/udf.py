@@ -1,0 +1,62 @@
+"""User functions: udf_source (data, env reset/step), map_udf (tensor → tensor of a
+declared shape and dtype) and sink_udf (consumes tensors).
+
+A UDF's result (a torch tensor, numpy array or Python value) becomes a tensor of the
+declared dtype on the backend's device. No gradient flows through a user function.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from tempo.api.autodiff.grad_rules import NOT_DIFFERENTIABLE
+from tempo.compiler.op_rules import NO_BATCHING, copies
+from tempo.core import ops
+from tempo.prims.define import primitive
+
+if TYPE_CHECKING:
+    from tempo.runtime.kernel_registry import Kernel
+
+
+def sink_kernel(op: ops.SinkUDFOp, be: Any) -> Kernel:
+    """The user's function itself (every backend): it receives backend tensors."""
+    return op.fn
+
+
+def _torch_udf(op: ops.UDFSourceOp | ops.MapUDFOp, be: Any) -> Kernel:
+    import torch
+
+    dt, dev, fn = be.dtype(op.dtype), be.device, op.fn
+
+    def source(*args: Any) -> torch.Tensor:
+        return torch.as_tensor(fn(*args), device=dev).to(dt)
+
+    return source
+
+
+def _as_jax(r: Any, dt: Any, dev: Any) -> Any:
+    import jax
+    import jax.numpy as jnp
+
+    if hasattr(r, "detach"):  # a torch tensor from a UDF
+        r = jnp.from_dlpack(r.detach().contiguous())
+    return jax.device_put(jnp.asarray(r, dtype=dt), dev)
+
+
+def _jax_udf(op: ops.UDFSourceOp | ops.MapUDFOp, be: Any) -> Kernel:
+    dt, dev, fn = be.dtype(op.dtype), be.device, op.fn
+    return lambda *args: _as_jax(fn(*args), dt, dev)
+
+
+def _np_udf(op: ops.UDFSourceOp | ops.MapUDFOp, be: Any) -> Kernel:
+    from tempo.runtime.backends.numpy import user_array
+
+    dt, fn = be.dtype(op.dtype), op.fn
+    return lambda *args: user_array(fn(*args), dt)
+
+
+for _cls in (ops.UDFSourceOp, ops.MapUDFOp):
+    primitive(_cls, grad=NOT_DIFFERENTIABLE, batching=NO_BATCHING, cost=copies,
+              torch=_torch_udf, jax=_jax_udf, numpy=_np_udf)
+primitive(ops.SinkUDFOp, grad=NOT_DIFFERENTIABLE, batching=NO_BATCHING, cost=copies,
+          torch=sink_kernel, jax=sink_kernel, numpy=sink_kernel)
