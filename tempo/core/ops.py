@@ -1,8 +1,9 @@
 """The primitive op catalogue: every op the compiler, scheduler and backends know.
 
 Each op is a frozen dataclass holding its parameters and its shape/dtype rule (`infer`).
-Composite ops (softmax, mean, attention, ...) are built from these in `tempo.api`; only
-these primitives get kernels (one table per backend) and gradient rules (one table in api).
+Composite ops (softmax, mean, attention, ...) are built from these in `tempo.api`. Every
+other rule of a primitive (gradient, batching, cost, one kernel per backend) is registered
+in one `primitive(...)` call in its family module of `tempo.prims`.
 """
 
 from __future__ import annotations
@@ -487,4 +488,4 @@ ALL_OPS: tuple[type[Op], ...] = (
     UnaryOp, BinaryOp, WhereOp, CastOp, SumOp, MaxOp, CumsumOp, SortOp, MatMulOp, ConvOp,
     SinkUDFOp, MapUDFOp, BarrierOp,
 )
-"""Every primitive; backends must give a kernel for each `name` (tested)."""
+"""Every primitive; each has all its rules in `tempo.prims` (tests/prims checks)."""
