@@ -6,20 +6,22 @@ look them up here (the compiler never imports `tempo.prims`, which sits above it
 - **Batching**: how an op runs over a new leading batch dim (ARCHITECTURE §5.3). The rule's
   signature is the vectorisation pass's business; an op that cannot be batched is
   registered with `NO_BATCHING` ("stays a loop"), so a missing rule is never silent.
-- **Cost**: a FLOP and memory-traffic estimate from static shapes (`cost(op, shapes, dts)`),
-  for fusion and placement decisions. Traffic is what an unfused kernel reads and writes;
-  views (reshape, permute, expand) move nothing.
+- **Cost**: a FLOP and memory-traffic estimate from static shapes (`cost(op, shapes, dts)`;
+  `op_cost(sdg, op_id, values)` for an op of a graph), for fusion and placement decisions.
+  Traffic is what an unfused kernel reads and writes; views (reshape, permute, expand)
+  move nothing. Dtypes are an argument because bytes depend on them.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from tempo.core.dtype import DataType
 from tempo.core.op_base import Op
+from tempo.core.sdg import SDG
 from tempo.core.shape import Shape
 
 
@@ -108,6 +110,14 @@ def cost(op: Op, shapes: Sequence[Shape | Sequence[int]], dts: Sequence[DataType
     ins = [Arg(_static(s, op), dt.repr_bytes) for s, dt in zip(in_shapes, dts)]
     outs = [Arg(_static(s, op), dt.repr_bytes) for s, dt in zip(out_shapes, out_dts)]
     return rule(op, ins, outs)
+
+
+def op_cost(sdg: SDG, op_id: int, values: Mapping[Any, int]) -> Cost:
+    """The cost of one call of the SDG's op `op_id`, its read shapes evaluated at `values`
+    (bounds, and loop variables for shapes that grow with them, e.g. `x[0:t+1]`)."""
+    edges = sorted(sdg.in_edges[op_id], key=lambda e: e.sink_in)
+    shapes = [sdg.read_shape(e).evaluate(values) for e in edges]
+    return cost(sdg.ops[op_id], shapes, [sdg.tensors[e.src].dtype for e in edges])
 
 
 def _static(shape: Shape, op: Op) -> tuple[int, ...]:

@@ -108,3 +108,22 @@ def test_cost_needs_static_shapes() -> None:
     n = Symbol("n")
     with pytest.raises(ValueError, match="static"):
         cost(_op(ops.UnaryOp, fn="exp"), [(n,)], [F32])
+
+
+def test_op_cost_reads_shapes_and_dtypes_from_the_graph() -> None:
+    """x[0:t+1] @ w inside a loop over t: the read's length evaluated at the given t."""
+    import numpy as np
+
+    from tempo.api import RecurrentTensor as RT
+    from tempo.api import TempoContext
+    from tempo.compiler.op_rules import op_cost
+    from tempo.core.configs import ExecutionConfig
+
+    ctx = TempoContext(ExecutionConfig.test_cfg(), num_dims=1)
+    with ctx:
+        ((t, T),) = ctx.variables_and_bounds
+        x = RT.rand((3,), domain=(t,))
+        w = RT.const(np.ones((3, 2), np.float32))
+        y = x[0:t + 1] @ w
+    c = op_cost(ctx.sdg, y.tensor_id.op_id, {t: 4, T: 10})
+    assert c == Cost(2 * 5 * 3 * 2, 4 * (5 * 3 + 3 * 2 + 5 * 2))
