@@ -5,7 +5,8 @@
 DIR is a Meta layout (params.json + consolidated.00.pth, optionally under original/) or a
 Hugging Face layout (config.json + *.safetensors) with its tokenizer files. No checkpoint at
 hand (this machine has no network)? `--make-tiny DIR` first writes a small random one there,
-with a tokenizer trained locally. Decoding stops per prompt at the tokenizer's stop tokens.
+with a tokenizer trained locally. The prompt is prefilled in one batched step, then decoding
+stops per prompt at the tokenizer's stop tokens.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--max-new-tokens", type=int, default=32)
     ap.add_argument("--temperature", type=float, default=0.0, help="0 = greedy")
     ap.add_argument("--top-p", type=float, default=0.9)
+    ap.add_argument("--no-prefill", action="store_true",
+                    help="feed the prompt one token per step instead of one batched prefill")
     ap.add_argument("--make-tiny", action="store_true",
                     help="first write a small random checkpoint to --checkpoint")
     args = ap.parse_args(argv)
@@ -46,7 +49,8 @@ def main(argv: list[str] | None = None) -> None:
     t0 = time.process_time()
     gen = Generation(args.checkpoint, prompt, args.max_new_tokens, n_words=tok.n_words,
                      greedy=args.temperature <= 0.0, temperature=max(args.temperature, 1e-6),
-                     top_p=args.top_p, stop_tokens=tok.stop_tokens, pad_id=tok.eos_id)
+                     top_p=args.top_p, stop_tokens=tok.stop_tokens, pad_id=tok.eos_id,
+                     prefill=not args.no_prefill)
     print(f"compiled in {time.process_time() - t0:.2f} CPU s", file=sys.stderr)
     texts = [[] for _ in args.prompt]
     stopped = [False] * len(args.prompt)

@@ -48,24 +48,28 @@ def hf_reference(ckpt: Path) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     return prompt, out, logits
 
 
-def _decode(d: Path, prompt: torch.Tensor) -> tuple[np.ndarray, torch.Tensor]:
+def _decode(d: Path, prompt: torch.Tensor, prefill: bool = False
+            ) -> tuple[np.ndarray, torch.Tensor, int]:
     rows: dict[int, torch.Tensor] = {}
-    gen = Generation(str(d), prompt.numpy(), NEW,
+    gen = Generation(str(d), prompt.numpy(), NEW, prefill=prefill,
                      logits_sink=lambda step, x: rows.__setitem__(step, x.clone()))
     toks = gen.run()
-    return toks, torch.stack([rows[k] for k in sorted(rows)], 1)
+    return toks, torch.stack([rows[k] for k in sorted(rows)], 1), min(rows)
 
 
-@pytest.mark.parametrize("layout", ["hf", "meta"])
-def test_logits_and_greedy_tokens_equal_hf(layout: str, ckpt: Path, hf_only: Path,
-                                           hf_reference: tuple) -> None:
+@pytest.mark.parametrize(("layout", "prefill"), [("hf", False), ("meta", False), ("hf", True)])
+def test_logits_and_greedy_tokens_equal_hf(layout: str, prefill: bool, ckpt: Path,
+                                           hf_only: Path, hf_reference: tuple) -> None:
+    """Prompt fed token by token, or prefilled as one batched step (logits from P-1 on)."""
     d = hf_only if layout == "hf" else ckpt / "original"
     assert find_layout(str(d))[0] == layout
     prompt, ref_tokens, ref_logits = hf_reference
-    toks, logits = _decode(d, prompt)
+    toks, logits, first = _decode(d, prompt, prefill)
     assert toks.shape == (2, P + NEW)
+    assert first == (P - 1 if prefill else 0)
     # logits at the positions HF computed (the last sampled token is not fed back)
-    torch.testing.assert_close(logits[:, : P + NEW - 1], ref_logits, atol=1e-4, rtol=0)
+    torch.testing.assert_close(logits[:, : P + NEW - 1 - first], ref_logits[:, first:],
+                               atol=1e-4, rtol=0)
     np.testing.assert_array_equal(toks, ref_tokens.numpy())
     assert len(set(toks[:, P:].ravel().tolist())) > 1  # not a degenerate single token
 
@@ -101,7 +105,9 @@ def test_checkpoint_errors_name_the_problem(tmp_path: Path) -> None:
         Llama.get_args_from_checkpoint(str(tmp_path / "nope"), 10)
 
 
-def test_eos_bound_stops_each_sequence_and_the_loop(hf_only: Path, hf_reference: tuple) -> None:
+@pytest.mark.parametrize("prefill", [False, True])
+def test_eos_bound_stops_each_sequence_and_the_loop(prefill: bool, hf_only: Path,
+                                                    hf_reference: tuple) -> None:
     """Stop tokens taken from HF's greedy output: a sequence stops at its first stop token
     (then pads), one that never emits it runs to the maximum; when all have stopped the
     decode loop ends (no step runs past it)."""
@@ -113,7 +119,7 @@ def test_eos_bound_stops_each_sequence_and_the_loop(hf_only: Path, hf_reference:
     at0 = P + int(np.argmax(new[0] == stop))
     steps: list[int] = []
     gen = Generation(str(hf_only), prompt.numpy(), NEW, stop_tokens=[stop], pad_id=0,
-                     logits_sink=lambda step, x: steps.append(step))
+                     logits_sink=lambda step, x: steps.append(step), prefill=prefill)
     toks = gen.run()
     assert toks.shape == (2, P + NEW)  # sequence 1 never stops: the loop runs to the max
     np.testing.assert_array_equal(toks[0, : at0 + 1], ref_tokens[0, : at0 + 1].numpy())
@@ -124,12 +130,13 @@ def test_eos_bound_stops_each_sequence_and_the_loop(hf_only: Path, hf_reference:
     at1 = P + int(np.argmax(new[1] == stop1))
     steps.clear()
     gen = Generation(str(hf_only), prompt.numpy(), NEW, stop_tokens=[stop, stop1], pad_id=0,
-                     logits_sink=lambda step, x: steps.append(step))
+                     logits_sink=lambda step, x: steps.append(step), prefill=prefill)
     streamed = list(gen.stream())
     first = [P + int(np.argmax(np.isin(new[b], [stop, stop1]))) for b in range(2)]
     end = max(first) + 1
-    assert gen.exe.dimension_extents() == {gen.t.name: end}
-    assert steps == list(range(end)) and len(streamed) == end - P
+    assert gen.exe.dimension_extents() == {gen.t.name: end - (P if prefill else 0)}
+    assert sorted(steps) == list(range(P - 1 if prefill else 0, end))
+    assert len(streamed) == end - P
     toks = gen.result()
     assert toks.shape == (2, end)
     for b in range(2):

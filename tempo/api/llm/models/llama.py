@@ -70,6 +70,15 @@ class LlamaArgs:
         return self.rope_scaling_params or RopeScalingParams()
 
 
+@dataclass(frozen=True)
+class PrefixCache:
+    """Keys/values `(*lead, P, kv, hd)` of a prefilled prompt, over the layer dimension."""
+
+    keys: RecurrentTensor
+    values: RecurrentTensor
+    length: int
+
+
 def ffn_hidden_dim(hidden_dim: int, multiple_of: int, ffn_dim_multiplier: float | None) -> int:
     h = int(2 * hidden_dim / 3)
     if ffn_dim_multiplier is not None:
@@ -182,16 +191,20 @@ class Attention(Module):
         self.rope = RotaryPositionalEmbeddings(self.hd, seq_len, p.rope_theta,
                                                rope_scaling_params=p.rope_scaling)
 
-    def forward(self, x: Any, pattern: Any = None) -> RecurrentTensor:
+    def forward(self, x: Any, pattern: Any = None, prefix: PrefixCache | None = None
+                ) -> RecurrentTensor:
+        """One token per point at position `t` (`prefix.length + t` after a prefill, whose
+        keys and values every point also attends to)."""
         from tempo.api.recurrent_tensor import RecurrentTensor as RT
 
         x = RT.lift(x)
         lead = _lead(x, 1)
         kv, hd, rep = self.kv, self.hd, self.n_heads // self.kv
-        q = self.rope(_Proj.apply(self.wq, x).reshape((*lead, self.n_heads, hd)))
-        k = self.rope(_Proj.apply(self.wk, x).reshape((*lead, kv, hd)))
-        v = _Proj.apply(self.wv, x).reshape((*lead, kv, hd))
         t = self.seq_len
+        pos = None if prefix is None else RT.lift(t + prefix.length)
+        q = self.rope(_Proj.apply(self.wq, x).reshape((*lead, self.n_heads, hd)), pos)
+        k = self.rope(_Proj.apply(self.wk, x).reshape((*lead, kv, hd)), pos)
+        v = _Proj.apply(self.wv, x).reshape((*lead, kv, hd))
         pat = ie.slice_(0, t + 1) if pattern is None else pattern
         key = tuple(pat if s.name == t.name else s for s in x.unindexed_domain.variables)
         keys, vals = k.ident()[key], v.ident()[key]  # (S, *lead, kv, hd)
@@ -200,12 +213,50 @@ class Attention(Module):
         keys = keys.permute((*range(1, n + 3), 0))
         vals = vals.permute((*range(1, n + 2), 0, n + 2))
         qg = q.reshape((*lead, kv, rep, hd))
-        scores = (qg @ keys) * (1.0 / math.sqrt(hd))
+        scale = 1.0 / math.sqrt(hd)
+        scores = (qg @ keys) * scale
         if rep == 1:  # matmul squeezed the size-1 row dim
             scores = scores.unsqueeze(-2)
-        probs = scores.softmax(-1)
-        out = (probs @ vals).reshape((*lead, self.n_heads * hd))
-        return _Proj.apply(self.wo, out)
+        if prefix is None:
+            probs = scores.softmax(-1)
+            out = (probs @ vals).reshape((*lead, self.n_heads * hd))
+            return _Proj.apply(self.wo, out)
+        # softmax over [prefix keys, own keys] without concatenating a dynamic length
+        pk, pv = prefix.keys, prefix.values  # (*lead, P, kv, hd)
+        pk = pk.permute((*range(n), n + 1, n + 2, n))  # (*lead, kv, hd, P)
+        pv = pv.permute((*range(n), n + 1, n, n + 2))  # (*lead, kv, P, hd)
+        s_pre = ((qg @ pk) * scale).reshape((*lead, kv, rep, prefix.length))
+        m = s_pre.max(-1, keepdim=True)[0].maximum(scores.max(-1, keepdim=True)[0])
+        e_pre, e_own = (s_pre - m).exp(), (scores - m).exp()
+        den = e_pre.sum(-1, keepdim=True) + e_own.sum(-1, keepdim=True)
+        num = (e_pre @ pv).reshape((*lead, kv, rep, hd)) + (e_own @ vals).reshape(
+            (*lead, kv, rep, hd))
+        return _Proj.apply(self.wo, (num / den).reshape((*lead, self.n_heads * hd)))
+
+    def prefill(self, x: Any) -> tuple[RecurrentTensor, RecurrentTensor, RecurrentTensor]:
+        """All prompt positions at once: x `(*lead, P, dim)` -> (out, keys, values), keys
+        and values `(*lead, P, kv, hd)` (RoPE applied) for the decode to attend to."""
+        import numpy as np
+
+        from tempo.api.recurrent_tensor import RecurrentTensor as RT
+
+        x = RT.lift(x)
+        lead, P = _lead(x, 2), int(x.shape[-2])
+        n, kv, hd, rep = len(lead), self.kv, self.hd, self.n_heads // self.kv
+        pos = RT.const(np.arange(P, dtype=np.int64).reshape(P, 1, 1))
+        q = self.rope(_Proj.apply(self.wq, x).reshape((*lead, P, self.n_heads, hd)), pos)
+        k = self.rope(_Proj.apply(self.wk, x).reshape((*lead, P, kv, hd)), pos)
+        v = _Proj.apply(self.wv, x).reshape((*lead, P, kv, hd))
+        qg = q.reshape((*lead, P, kv, rep, hd)).permute((*range(n), n + 1, n + 2, n, n + 3))
+        kt = k.permute((*range(n), n + 1, n + 2, n)).unsqueeze(n + 1)  # (*lead,kv,1,hd,P)
+        vt = v.permute((*range(n), n + 1, n, n + 2)).unsqueeze(n + 1)  # (*lead,kv,1,P,hd)
+        scores = ((qg @ kt) * (1.0 / math.sqrt(hd))).reshape((*lead, kv, rep, P, P))
+        causal = np.triu(np.full((P, P), -np.inf, dtype=np.float32), 1)
+        probs = (scores + RT.const(causal).cast(scores.dtype)).softmax(-1)
+        out = (probs @ vt).reshape((*lead, kv, rep, P, hd))
+        out = out.permute((*range(n), n + 2, n, n + 1, n + 3)).reshape(
+            (*lead, P, self.n_heads * hd))
+        return _Proj.apply(self.wo, out), k, v
 
 
 class TransformerBlock(Module):
@@ -231,9 +282,15 @@ class TransformerBlock(Module):
         self.ffn_norm = RMSNorm(p.dim, p.norm_eps, True, *args,
                                 _loader_init(sl, "ffn_norm.weight", _ones, per))
 
-    def forward(self, x: Any, pattern: Any = None) -> RecurrentTensor:
-        h = x + self.attention(self.attention_norm(x), pattern)
+    def forward(self, x: Any, pattern: Any = None, prefix: PrefixCache | None = None
+                ) -> RecurrentTensor:
+        h = x + self.attention(self.attention_norm(x), pattern, prefix)
         return h + self.feed_forward(self.ffn_norm(h))
+
+    def prefill(self, x: Any) -> tuple[RecurrentTensor, RecurrentTensor, RecurrentTensor]:
+        a, k, v = self.attention.prefill(self.attention_norm(x))
+        h = x + a
+        return h + self.feed_forward(self.ffn_norm(h)), k, v
 
 
 class Llama(Module):
@@ -280,8 +337,36 @@ class Llama(Module):
                                  independent_domain,
                                  _loader_init(sl, "output.weight", _uniform, none))
 
-    def forward(self, tokens: Any, attention_pattern: Any = None) -> RecurrentTensor:
-        """Logits `(*lead, vocab)` in `dtypes.default_float` at every point of `tokens`."""
+    def prefill(self, prompt: Any) -> tuple[RecurrentTensor, PrefixCache]:
+        """The prompt `(*lead, P)` in one batched step (every layer over all P positions):
+        the logits after its last token `(*lead, vocab)` and the per-layer keys/values that
+        `forward(tokens, prefix=...)` attends to, its positions starting at P."""
+        from tempo.api.recurrent_tensor import RecurrentTensor as RT
+
+        prompt = RT.lift(prompt)
+        if not dtypes.is_integer(prompt.dtype) or prompt.ndim < 1:
+            raise DTypeError(f"Llama.prefill needs integer token ids (*lead, P), got "
+                             f"{prompt.dtype} {tuple(prompt.shape)}", site=user_site())
+        lv, P = self.layer, int(prompt.shape[-1])
+        emb = self.tok_embeddings(prompt)  # (*lead, P, dim)
+        dom = prompt.unindexed_domain
+        h = RT.placeholder(emb.shape, emb.dtype, domain=dom.append_dim(lv))
+        hv = h.unindexed_domain.variables
+
+        def at(e: Any) -> tuple[Any, ...]:
+            return tuple(e if v.name == lv.name else v for v in hv)
+
+        h[at(0)] = emb
+        out, k, v = self.layers.prefill(h)
+        h[at(lv + 1)] = out
+        last = out[at(self.n_layers_bound - 1)].slice_dim(out.ndim - 2, P - 1, P)
+        last = last.reshape((*_lead(last, 2), self.params.dim))
+        return self._logits(last), PrefixCache(k.ident(), v.ident(), P)
+
+    def forward(self, tokens: Any, attention_pattern: Any = None,
+                prefix: PrefixCache | None = None) -> RecurrentTensor:
+        """Logits `(*lead, vocab)` in `dtypes.default_float` at every point of `tokens`;
+        after `prefill`, pass its `prefix` (token t is then at position P + t)."""
         from tempo.api.recurrent_tensor import RecurrentTensor as RT
 
         tokens = RT.lift(tokens)
@@ -301,9 +386,11 @@ class Llama(Module):
             return tuple(e if v.name == lv.name else v for v in hv)
 
         h[at(0)] = emb
-        out = self.layers(h, attention_pattern)
+        out = self.layers(h, attention_pattern, prefix)
         h[at(lv + 1)] = out
-        last = out[at(self.n_layers_bound - 1)]
+        return self._logits(out[at(self.n_layers_bound - 1)])
+
+    def _logits(self, last: RecurrentTensor) -> RecurrentTensor:
         x = self.norm(last)
         if self.output is None:
             table = self.tok_embeddings.embed_table
