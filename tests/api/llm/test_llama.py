@@ -153,3 +153,31 @@ def test_generate_example_streams_text(ckpt: Path, capsys: pytest.CaptureFixture
     mod["main"](["--checkpoint", str(ckpt), "--prompt", "the river", "--max-new-tokens", "5"])
     out, err = capsys.readouterr()
     assert out.strip() and "steps in" in err and "compiled in" in err
+
+
+def test_sample_greedy_top_p_and_temperature() -> None:
+    """Greedy is argmax; top_p keeps only the nucleus; temperature sharpens the histogram
+    to softmax(logits / T)."""
+    from tempo.api import RecurrentTensor as RT
+    from tempo.api import TempoContext
+    from tempo.api.llm.models.llama import Llama
+
+    base = torch.tensor([1.0, 2.0, 0.5, 1.5, -1.0])
+    n = 6000
+    logits = base.repeat(n, 1).numpy()
+    ctx = TempoContext(num_dims=0)
+    got: dict[str, np.ndarray] = {}
+    with ctx:
+        lg = RT.const(logits)
+        for name, s in (("greedy", Llama.sample(lg, greedy=True)),
+                        ("nucleus", Llama.sample(lg, temperature=1.0, top_p=0.5)),
+                        ("t2", Llama.sample(lg, temperature=2.0, top_p=1.0))):
+            s.sink_udf(lambda x, name=name: got.__setitem__(name, np.asarray(x)))
+    ctx.compile({}).execute()
+    assert got["greedy"].shape == (n,) and (got["greedy"] == 1).all()
+    # probabilities .445 (1), .270 (3), .164 (0): mass before 0 is .715 > .5, so 1 and 3 stay
+    nucleus = got["nucleus"].astype(np.int64)
+    assert set(np.unique(nucleus)) == {1, 3}
+    assert abs((nucleus == 1).mean() - 0.445 / 0.715) < 0.03
+    hist = np.bincount(got["t2"].astype(np.int64), minlength=5) / n
+    np.testing.assert_allclose(hist, torch.softmax(base / 2.0, 0).numpy(), atol=0.03)
