@@ -95,9 +95,15 @@ def test_layouts_give_the_same_state_dict(ckpt: Path, hf_only: Path, tmp_path: P
     assert args.hidden_dim == 192
 
 
-def test_checkpoint_errors_name_the_problem(tmp_path: Path) -> None:
+def test_checkpoint_errors_name_the_problem(tmp_path: Path, hf_only: Path) -> None:
+    from tempo.api import TempoContext
     from tempo.api.llm.models.llama import Llama
-    from tempo.core.errors import TempoError
+    from tempo.core.dtype import dtypes
+    from tempo.core.errors import DTypeError, TempoError
+
+    ctx = TempoContext(num_dims=1)
+    with ctx, pytest.raises(DTypeError, match="set .dtypes.default_float = dtypes.float16. first"):
+        Llama.from_checkpoint(str(hf_only), ctx.variables[0], 0, dtypes.float16, None)
 
     with pytest.raises(TempoError, match="neither Meta's layout"):
         Llama.get_args_from_checkpoint(str(tmp_path), 10)

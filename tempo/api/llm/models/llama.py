@@ -434,6 +434,12 @@ class Llama(Module):
         `dtype`; the model computes in `dtypes.default_float` (set it to `dtype` first)."""
         from tempo.api.llm import checkpoint
 
+        dt = dtypes.from_(dtype) if dtype is not None else dtypes.default_float
+        if dt != dtypes.default_float:
+            raise DTypeError(f"Llama.from_checkpoint(dtype={dt!r}) while dtypes.default_float "
+                             f"is {dtypes.default_float!r}: the model computes in default_float,"
+                             f" so set `dtypes.default_float = {dt!r}` first (or pass "
+                             f"{dtypes.default_float!r})", site=user_site())
         args = checkpoint.read_args(checkpoint_dir, n_words, enable_rope_scaling,
                                     force_rope_base)
         state = checkpoint.load_meta_state_dict(checkpoint_dir, args, dtype)
