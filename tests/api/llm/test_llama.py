@@ -187,3 +187,23 @@ def test_sample_greedy_top_p_and_temperature() -> None:
     assert abs((nucleus == 1).mean() - 0.445 / 0.715) < 0.03
     hist = np.bincount(got["t2"].astype(np.int64), minlength=5) / n
     np.testing.assert_allclose(hist, torch.softmax(base / 2.0, 0).numpy(), atol=0.03)
+
+
+def test_half_precision_follows_default_float(hf_only: Path, hf_reference: tuple) -> None:
+    """With `dtypes.default_float = float16` the model runs in half precision (norms and
+    softmax in float32 inside): logits close to HF's float32 ones."""
+    from tempo.core.dtype import dtypes
+
+    prompt, _, ref_logits = hf_reference
+    rows: dict[int, torch.Tensor] = {}
+    old = dtypes.default_float
+    dtypes.default_float = dtypes.float16
+    try:
+        gen = Generation(str(hf_only), prompt.numpy()[:1], 4, dtype=dtypes.float16,
+                         logits_sink=lambda s, x: rows.__setitem__(s, x.clone()))
+        gen.run()
+    finally:
+        dtypes.default_float = old
+    assert rows[0].dtype == torch.float16
+    got = torch.stack([rows[k].float().reshape(-1) for k in range(P)], 0)
+    torch.testing.assert_close(got, ref_logits[0, :P], atol=3e-2, rtol=2e-2)

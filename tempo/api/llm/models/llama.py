@@ -285,12 +285,12 @@ class TransformerBlock(Module):
     def forward(self, x: Any, pattern: Any = None, prefix: PrefixCache | None = None
                 ) -> RecurrentTensor:
         h = x + self.attention(self.attention_norm(x), pattern, prefix)
-        return h + self.feed_forward(self.ffn_norm(h))
+        return (h + self.feed_forward(self.ffn_norm(h))).cast(x.dtype)  # f32 softmax, RoPE
 
     def prefill(self, x: Any) -> tuple[RecurrentTensor, RecurrentTensor, RecurrentTensor]:
         a, k, v = self.attention.prefill(self.attention_norm(x))
         h = x + a
-        return h + self.feed_forward(self.ffn_norm(h)), k, v
+        return (h + self.feed_forward(self.ffn_norm(h))).cast(x.dtype), k, v
 
 
 class Llama(Module):
