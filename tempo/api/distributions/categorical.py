@@ -30,7 +30,7 @@ class Categorical(Distribution):
             self.logits = self.probs.ln()
         else:
             lg = rt().lift(logits)
-            self.logits = lg - lg.logsumexp(-1, keepdim=True)
+            self.logits = lg.log_softmax(-1)  # one fused primitive
             self.probs = self.logits.exp()
         self.domain = sampling_domain(domain, self.probs)
 

@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING, Any
 from tempo.api.nn import init as initf
 from tempo.api.nn.init import InitFn
 from tempo.api.nn.module import Module
+from tempo.api.tensor_base import record1
+from tempo.core import ops
 from tempo.core.domain import DomainLike
 from tempo.core.dtype import DataTypeLike, dtypes
 from tempo.core.errors import ShapeError, user_site
@@ -78,7 +80,7 @@ class RMSNorm(_Norm):
 
     def forward(self, x: Any) -> RecurrentTensor:
         xf, dims = self._prep(x)
-        out = xf / ((xf * xf).mean(dims, keepdim=True) + self.eps).sqrt()
+        out = record1(ops.NormOp, [xf], n_dims=len(dims), eps=self.eps, center=False)
         out = out.cast(self.dt) if out.dtype != self.dt else out
         return out * self.w if self.w is not None else out
 
@@ -109,8 +111,7 @@ class LayerNorm(_Norm):
 
     def forward(self, x: Any) -> RecurrentTensor:
         xf, dims = self._prep(x)
-        c = xf - xf.mean(dims, keepdim=True)
-        out = c / ((c * c).mean(dims, keepdim=True) + self.eps).sqrt()
+        out = record1(ops.NormOp, [xf], n_dims=len(dims), eps=self.eps, center=True)
         out = out.cast(self.dt) if out.dtype != self.dt else out
         if self.w is not None:
             out = out * self.w

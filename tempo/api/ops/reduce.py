@@ -145,15 +145,26 @@ class ReduceOps:
         return record1(ops.CumsumOp, [self], dim=d)
 
     def softmax(self, dim: int = -1, stable: bool = True) -> RecurrentTensor:
-        """exp(x - max) / sum, computed in at least float32 and cast back."""
+        """exp(x - max) / sum, computed in at least float32 and cast back. The stable form
+        is one fused primitive (the backend's softmax kernel, its own exact gradient)."""
         x = lift(self)
         orig = x.dtype
         x = x if dtypes.is_float(orig) and orig.repr_bytes >= 4 else x.cast(dtypes.float32)
         d = _dims(dim, x.ndim)[0]
         if stable:
-            x = x - x.max(d, keepdim=True)[0].detach()
-        e = x.exp()
-        out = e / e.sum(d, keepdim=True)
+            out = record1(ops.SoftmaxOp, [x], dim=d)
+        else:
+            e = x.exp()
+            out = e / e.sum(d, keepdim=True)
+        return out.cast(orig) if dtypes.is_float(orig) else out
+
+    def log_softmax(self, dim: int = -1) -> RecurrentTensor:
+        """x - logsumexp(x) along `dim` (stable, one fused primitive), in at least float32
+        and cast back."""
+        x = lift(self)
+        orig = x.dtype
+        x = x if dtypes.is_float(orig) and orig.repr_bytes >= 4 else x.cast(dtypes.float32)
+        out = record1(ops.SoftmaxOp, [x], dim=_dims(dim, x.ndim)[0], log=True)
         return out.cast(orig) if dtypes.is_float(orig) else out
 
     def logsumexp(self: TensorSelf, sum_dims: int | Sequence[int] | None = None,
