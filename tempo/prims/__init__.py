@@ -14,13 +14,17 @@ Each layer owns the registry of its concern (api.autodiff.grad_rules, compiler.o
 runtime.kernel_registry); this package sits above them all and fills them. It is loaded
 by the two api entry points that need every rule (`backward()` and `ctx.compile`).
 
+Finding an op's rules: search its class name (`SumOp`): `tempo/core/ops.py` has its
+parameters and shape rule, its family module here everything else.
+
 ## Adding a primitive
 
-1. Define the op class in `tempo/core/ops.py` (a frozen dataclass with its parameters,
-   `name`, `arity`, `infer`; `input_dtypes` if the kernels need promoted inputs) and add
-   it to `ops.ALL_OPS`.
-2. In the family module here (or a new one imported below), write its gradient, cost and
-   one kernel factory per backend, and register them with one `primitive(...)` call.
+1. Define the op class in `tempo/core/ops.py` (or a core module it re-exports, such as
+   `ops_fused.py`): a frozen dataclass with its parameters, `name`, `arity`, `infer`
+   (and `input_dtypes` if the kernels need promoted inputs). Add it to `ops.ALL_OPS`.
+2. In the family module here (or a new one imported below), write its gradient, batching
+   rule (or `NO_BATCHING`), cost and one kernel factory per backend, and register them
+   with one `primitive(...)` call.
 3. Add an API function in `tempo/api/ops/` that records it. `tests/prims/` fails until
    every rule exists; `tests/runtime/test_backend_kernels.py` checks the backends agree.
 
