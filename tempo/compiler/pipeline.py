@@ -1,6 +1,7 @@
 """The pass pipeline of ARCHITECTURE.md §5, in order: commit recurrences, the clean-up
-group to a fixpoint, storage choice. Each optimisation is switched by its ExecutionConfig
-flag; passes never execute the program (only constants are evaluated, in numpy)."""
+group to a fixpoint, vectorisation, storage choice. Each optimisation is switched by its
+ExecutionConfig flag; passes never execute the program (only constants are evaluated, in
+numpy)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from tempo.compiler.passes import (
     dedup,
     domain_reduction,
     storage,
+    vectorize,
 )
 from tempo.core.configs import ExecutionConfig
 from tempo.core.index_expr import Symbol
@@ -30,6 +32,7 @@ CLEANUP: tuple[Pass, ...] = (  # dead-code elimination last: it sweeps what the 
     Pass("domain_reduction", domain_reduction.run, "enable_domain_reduction"),
     Pass("dead_code", dead_code.run, "enable_dead_code_elim"),
 )
+VECTORIZE = Pass("vectorize", vectorize.run, "enable_vectorization")
 STORAGE = Pass("storage", storage.run)  # block stores only where the config allows them
 
 
@@ -44,4 +47,5 @@ def run_pipeline(sdg: SDG, cfg: ExecutionConfig, bounds: Mapping[Symbol, int] | 
     pm.check(sdg, "recording (the graph the api built)", everything=True)
     sdg = pm.run(COMMIT, sdg)
     sdg = pm.fixpoint("clean-up", CLEANUP, sdg)
+    sdg = pm.run(VECTORIZE, sdg)
     return pm.run(STORAGE, sdg)

@@ -21,8 +21,6 @@ field                                                  what is (not) implemented
 =====================================================  =======================================
 torch_compilation_backend                              torch ops run eagerly; no torch.compile
 individualize_consts_smaller_than_x_bytes              constants are shared, never duplicated
-enable_vectorization, enable_non_trivial_vectorization no vectorization pass
-reject_vec_groups_smaller_than, reject_vec_groups_...  tune the missing vectorization pass
 enable_incrementalization, incrementalization_...      no incrementalization pass
 enable_statifying_incrementalization, inc_statify_...  no statifying incrementalization
 enable_fold_pads_into_storage, enable_pad_mask_removal no padding (statify is not built)
@@ -117,8 +115,16 @@ FIELDS: dict[str, FieldSupport] = {
     **_entries(_H, "torch ops run eagerly; no torch.compile", "torch_compilation_backend"),
     **_entries(_H, "constants are shared, never duplicated",
                "individualize_consts_smaller_than_x_bytes"),
-    **_entries(_H, "vectorization is not built", "enable_vectorization",
-               "enable_non_trivial_vectorization", "reject_vec_groups_smaller_than",
+    **_entries(_I, "switches the vectorisation pass: dims no cycle carries become a leading "
+               "batch dim of groups of ops (a UDF source batches only with its "
+               "lazy_vectorized_version)", "enable_vectorization"),
+    **_entries(_I, "also batches reads of other points of the dim: shifted reads (x[t-1]), "
+               "one-point reads (x[T-1]) and recurrences whose branches select along it "
+               "(boundaries), as slices, index selects and concatenations",
+               "enable_non_trivial_vectorization"),
+    **_entries(_I, "groups of fewer ops keep their loops", "reject_vec_groups_smaller_than"),
+    **_entries(_I, "groups whose share of reads gathered from ops that keep their loop "
+               "exceeds this keep their loops",
                "reject_vec_groups_with_external_deps_ratio_greater_than"),
     **_entries(_H, "incrementalization is not built", "enable_incrementalization",
                "incrementalization_percentile", "incrementalize_mem_threshold",

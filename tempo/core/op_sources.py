@@ -86,12 +86,16 @@ class EvalSymbolOp(Op):
 
 @dataclass(frozen=True, eq=False, kw_only=True, repr=False)
 class UDFSourceOp(Op):
-    """A user function producing a backend tensor at each point (data, env reset)."""
+    """A user function producing a backend tensor at each point (data, env reset).
+    `lazy_vectorized_version(dim, size)`, when given, returns the function that produces
+    all `size` points along `dim` at once (leading dim `size`); the vectorisation pass asks
+    for it when it batches the source over `dim`."""
 
     fn: Callable[..., Any]
     shape: Shape
     dtype: DataType
     with_ts: bool = False
+    lazy_vectorized_version: Callable[..., Any] | None = None
     name: ClassVar[str] = "udf_source"
     arity: ClassVar[int] = 0
 

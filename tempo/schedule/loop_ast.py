@@ -264,6 +264,8 @@ class Lowering:
         for o in leaves[1:]:
             u = u.union(_drop_params(self.pf[o], keep))
         u = u.intersect(ctx).coalesce()
+        if u.is_empty():
+            return []  # only ops that never run (they feed untaken branches): no loop
         us = isl.Set.from_params(u)
         us = us.move_dims(isl.dim_type.set, 0, isl.dim_type.param,
                           us.find_dim_by_name(isl.dim_type.param, n.var), 1)

@@ -203,8 +203,16 @@ def source_udf(fun: Callable[[], Any], shape: ShapeLike, dtype: DataTypeLike | N
 def source_with_ts_udf(fun: Callable[[dict], Any], shape: ShapeLike, dtype: DataTypeLike | None,
                        domain: DomainLike = None, lazy_vectorized_version: Any = None,
                        requires_grad: bool = False, name: str | None = None) -> RecurrentTensor:
+    """A user source called with the current symbol values (`{t: 3, ...}`) at each point.
+
+    `lazy_vectorized_version(dim, size)` (optional) returns a function of the same symbol
+    values without `dim` that produces all `size` points along `dim` at once, as a tensor
+    of shape `(size, *shape)` whose row `k` is what `fun` gives at `dim = k`, or None when
+    it has no batched form along `dim`. The vectorisation pass calls it at compile time
+    when it considers batching the source over `dim` (one dimension at most); without
+    it the source keeps its loop over every dimension."""
     x = record1(ops.UDFSourceOp, [], domain=_domain(domain), fn=fun, shape=Shape.from_(shape),
-                dtype=_dt(dtype), with_ts=True)
+                dtype=_dt(dtype), with_ts=True, lazy_vectorized_version=lazy_vectorized_version)
     return set_name(_with_grad(x, requires_grad), name)
 
 

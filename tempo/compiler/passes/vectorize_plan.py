@@ -1,0 +1,258 @@
+"""Which ops the vectorisation pass batches over a dimension `d` (ARCHITECTURE §5.3).
+
+An op can run once over all `D` points of `d` when:
+- it has a batching rule for its inputs (`vectorize_rules`), its kernel does not receive
+  `d` (symbolic shapes or slice starts in `d` vary per point) and `d` has its full bound;
+- every read it makes of a tensor over `d` reads the same point `d` (the identity member;
+  a slice `0:D` of a tensor that keeps its loop is what it becomes), and no other index
+  or condition of its reads mentions `d`; a recurrence whose branch conditions select
+  along `d` is batched by pieces (`vectorize_pieces`) when non-trivial vectorisation is on;
+- no dependence cycle carries `d`: the ops over `d` form strongly connected components
+  (reads between ops that both iterate over `d`); a component with a read at another point
+  of `d` (`x[t-1]` in `s[t] = f(s[t-1])`) is a recurrence along `d` and keeps its loop.
+  A component is batched whole or not at all: half a cycle batched and half looping would
+  need all `D` points of each half before the other at the same point of the cycle.
+
+Groups are the connected sets of such ops; a group of fewer than
+`reject_vec_groups_smaller_than` ops, or whose share of reads from tensors that keep
+their loop over `d` (each becomes a gather of all `D` points) exceeds
+`reject_vec_groups_with_external_deps_ratio_greater_than`, keeps its loops.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from tempo.compiler.passes.vectorize_pieces import Pieces, plan_pieces
+from tempo.compiler.passes.vectorize_rules import Batching, batch_op
+from tempo.core import ops
+from tempo.core.configs import ExecutionConfig
+from tempo.core.index_expr import Slice, Symbol
+from tempo.core.sdg import SDG, Edge, TensorId
+from tempo.schedule.loop_tree import strongly_connected
+
+
+@dataclass
+class Plan:
+    """Ops to batch over `dim` (of size `size`), with each op's batched form."""
+
+    dim: Symbol
+    size: int
+    batchings: dict[int, Batching] = field(default_factory=dict)
+    pieces: dict[int, Pieces] = field(default_factory=dict)
+    reads: dict[int, list[Read]] = field(default_factory=dict)
+
+    @property
+    def members(self) -> set[int]:
+        return set(self.batchings)
+
+
+def is_dim(member: object, d: Symbol) -> bool:
+    return isinstance(member, Symbol) and member.name == d.name
+
+
+def mentions(x: object, d: Symbol) -> bool:
+    return x is not None and any(v.name == d.name for v in x.vars_used())  # type: ignore[attr-defined]
+
+
+@dataclass(frozen=True)
+class Read:
+    """How a batched op reads one input along `d`: `free` (the source has no `d`: read as
+    before, broadcast), `same` (point `d`: batched), `shift` (point `d + c`: a shifted
+    slice of the batched source, edge-padded where the loop never reads), `at` (the one
+    point `c` for every `d`: unbatched)."""
+
+    kind: str
+    c: int = 0
+
+    @property
+    def batched(self) -> bool:
+        return self.kind in ("same", "shift")
+
+
+FREE, SAME = Read("free"), Read("same")
+
+
+def read_kind(sdg: SDG, e: Edge, d: Symbol, size: int, shifts: bool) -> Read | None:
+    """The form of read `e` along `d` (None: none the pass can batch); `shifts` allows
+    `shift` and `at` reads (non-trivial vectorisation)."""
+    src = sdg.ops[e.src.op_id]
+    if mentions(e.cond, d):
+        return None
+    pos = src.domain.find_variable_index(d) if d in src.domain else -1
+    for k, m in enumerate(e.expr):
+        if k != pos and mentions(m, d):
+            return None
+    if pos < 0:
+        return FREE
+    m = e.expr[pos]
+    if is_dim(m, d):
+        return SAME
+    if not shifts or e.cond is not None or e.expr.num_slices() or isinstance(m, Slice):
+        return None
+    if {v.name for v in m.vars_used()} - {d.name}:
+        return None
+    try:
+        at0, at1 = m.evaluate({**sdg.bound_defs, d: 0}), m.evaluate({**sdg.bound_defs, d: 1})
+        if not mentions(m, d):
+            return Read("at", at0) if 0 <= at0 < size else None
+        c = at0
+        if at1 - at0 == 1 and (m - d).simplify().is_constant() and 0 < abs(c) < size:
+            return Read("shift", c)
+    except Exception:  # noqa: BLE001 - an index that does not evaluate: not batched
+        return None
+    return None
+
+
+def _candidate(sdg: SDG, op: ops.Op, d: Symbol, size: int, cfg: ExecutionConfig
+               ) -> tuple[Batching, Pieces | None, list[Read]] | None:
+    if not op.domain.has_default_bounds() or op.num_outputs == 0:
+        return None
+    if not isinstance(op, ops.EvalSymbolOp) and any(
+            not isinstance(x, int) and mentions(x, d) for x in op.runtime_exprs()):
+        return None  # its kernel is told the point (a symbolic shape or slice start)
+    if op.num_outputs > 1 and sdg.is_kept(op.op_id):
+        return None  # the user reads it by its domain; one-output ops keep theirs (unbatch)
+    edges = sdg.in_edges[op.op_id]
+    merge = isinstance(op, ops.MergeOp)
+    if any((e.cond is not None and not merge) or (merge and e.expr.num_slices())
+           for e in edges):
+        return None  # the rewrite routes such reads through ops, which have no condition
+    pieces = None
+    shifts = cfg.enable_non_trivial_vectorization and not merge
+    reads = [read_kind(sdg, e, d, size, shifts) for e in edges]
+    if any(r is None for r in reads):
+        if not (isinstance(op, ops.MergeOp) and cfg.enable_non_trivial_vectorization):
+            return None
+        pieces = plan_pieces(sdg, op, d, size)
+        if pieces is None:
+            return None
+    shapes = [sdg.read_shape(e) for e in edges]
+    dts = [sdg.tensors[e.src].dtype for e in edges]
+    outs = [sdg.tensors[TensorId(op.op_id, k)].shape for k in range(op.num_outputs)]
+    if any(d.name in {v.name for v in s.vars_used()} for s in (*shapes, *outs)):
+        return None  # a shape that varies along d (a growing window): ragged, not a batch
+    if pieces is not None:  # the pieces are concatenated: every one is batched to D
+        b = batch_op(op, [True] * len(edges), shapes, dts, size, d.name, outs)
+        reads = [SAME] * len(edges)
+    else:
+        b = batch_op(op, [r is not None and r.batched for r in reads], shapes, dts, size,
+                     d.name, outs)
+    return None if b is None else (b, pieces, [r for r in reads if r is not None])
+
+
+def plan(sdg: SDG, d: Symbol, size: int, cfg: ExecutionConfig) -> Plan:
+    """The ops to batch over `d` in `sdg` (possibly none)."""
+    over = [i for i, op in sdg.ops.items() if d in op.domain]
+    over_set = set(over)
+    succ: dict[int, list[int]] = {i: [] for i in over}
+    carried: set[int] = set()  # ops reading another point of d from an op over d
+    for i in over:
+        for e in sdg.in_edges[i]:
+            s = e.src.op_id
+            if s in over_set:
+                succ[s].append(i)
+                pos = sdg.ops[s].domain.find_variable_index(d)
+                if not is_dim(e.expr[pos], d):
+                    carried.add(i)
+    found: dict[int, tuple[Batching, Pieces | None, list[Read]]] = {}
+    scc_of: dict[int, list[int]] = {}
+    for scc in strongly_connected(over, succ):
+        cyclic = len(scc) > 1 or scc[0] in succ[scc[0]]
+        if cyclic and any(i in carried for i in scc):
+            continue  # a recurrence along d: it keeps its loop
+        got = {i: _candidate(sdg, sdg.ops[i], d, size, cfg) for i in scc}
+        if cyclic and any(c is None for c in got.values()):
+            continue  # batched whole or not at all
+        found.update({i: c for i, c in got.items() if c is not None})
+        scc_of.update({i: scc for i in scc} if cyclic else {})
+    _drop_partial_gathers(sdg, d, over, found, scc_of)
+    return _groups(sdg, d, size, found, cfg)
+
+
+def _partial(sdg: SDG, d: Symbol, over: list[int]) -> set[int]:
+    """Ops that may run on part of `d` only: they read (outside a recurrence's guarded
+    branches) another point of `d` than their own (`x[t-1]` exists from t = 1), or read
+    such an op at their own point; the scheduler runs them where their reads exist."""
+    out: set[int] = set()
+    for i in sdg.topological():
+        if i.op_id not in over or isinstance(i, ops.MergeOp):
+            continue
+        for e in sdg.in_edges[i.op_id]:
+            src = sdg.ops[e.src.op_id]
+            if d not in src.domain:
+                continue
+            m = e.expr[src.domain.find_variable_index(d)]
+            if e.src.op_id in out or not (is_dim(m, d) or isinstance(m, Slice)
+                                          or not mentions(m, d)):
+                out.add(i.op_id)
+                break
+    return out
+
+
+def _drop_partial_gathers(sdg: SDG, d: Symbol, over: list[int],
+                          found: dict[int, tuple[Batching, Pieces | None, list[Read]]],
+                          scc_of: dict[int, list[int]]) -> None:
+    """A batched op gathers the points of a looping producer over all of `d` (or a shifted
+    range): that producer must exist there, so a producer that may run on part of `d`
+    only must be batched too (its batched twin computes every point), or its readers
+    keep their loop."""
+    partial = _partial(sdg, d, over)
+    if not partial:
+        return
+    changed = True
+    while changed:
+        changed = False
+        for i in list(found):
+            if i not in found:
+                continue
+            _, pieces, reads = found[i]
+            if pieces is not None:
+                continue  # pieces read exactly the points the loop reads
+            for e, r in zip(sdg.in_edges[i], reads):
+                if r.batched and e.src.op_id in partial and e.src.op_id not in found:
+                    for j in scc_of.get(i, [i]):
+                        found.pop(j, None)
+                    changed = True
+                    break
+
+
+def _groups(sdg: SDG, d: Symbol, size: int,
+            found: dict[int, tuple[Batching, Pieces | None, list[Read]]],
+            cfg: ExecutionConfig) -> Plan:
+    """Connected groups of candidates, minus those too small or too dependent on ops
+    that keep their loop over `d`."""
+    parent = {i: i for i in found}
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    for i in found:
+        for e in sdg.in_edges[i]:
+            if e.src.op_id in found:
+                parent[root(e.src.op_id)] = root(i)
+    groups: dict[int, list[int]] = {}
+    for i in found:
+        groups.setdefault(root(i), []).append(i)
+    out = Plan(d, size)
+    for members in groups.values():
+        if len(members) < cfg.reject_vec_groups_smaller_than:
+            continue
+        reads = gathers = 0
+        for i in members:
+            for e in sdg.in_edges[i]:
+                reads += 1
+                s = e.src.op_id
+                gathers += s not in found and d in sdg.ops[s].domain
+        if reads and gathers / reads > cfg.reject_vec_groups_with_external_deps_ratio_greater_than:
+            continue
+        for i in members:
+            b, p, r = found[i]
+            out.batchings[i] = b
+            out.reads[i] = r
+            if p is not None:
+                out.pieces[i] = p
+    return out

@@ -1,0 +1,187 @@
+"""The vectorisation pass (ARCHITECTURE §5.3) on small programs, on torch, jax and numpy:
+results against NumPy references, and the graph checked for what was batched (a dim
+left in an op's domain is a loop; batched ops lose it)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+from programs import VECTORIZATION, run_once
+
+from tempo.api import RecurrentTensor as RT
+from tempo.core.dtype import dtypes
+from tempo.core.sdg import SDG
+
+B_, T_ = 3, 5
+X = np.random.default_rng(0).standard_normal((B_, T_, 4)).astype(np.float32)
+W = np.random.default_rng(1).standard_normal((4, 2)).astype(np.float32)
+BACKENDS = ("torch", "jax", "numpy")
+_UNBATCH = ("index_select", "eval_symbol")  # what reads a batched tensor back at a point
+
+
+def _cfg(cfg: Any, backend: str, **kw: Any) -> Any:
+    return dataclasses.replace(cfg, backend=backend, **{**VECTORIZATION, **kw})
+
+
+def _looping(sdg: SDG, dim: str) -> list[str]:
+    """The compute ops that still loop over `dim` (unbatching reads excluded)."""
+    return sorted(op.describe() for op in sdg.ops.values()
+                  if dim in [v.name for v in op.domain.variables] and op.name not in _UNBATCH)
+
+
+def _x(b: Any, t: Any, vectorized: bool) -> RT:
+    """The data X[b, t] as a user source; its vectorised form gives all of b at once."""
+    def lazy(dim: Any, size: int) -> Callable[[dict], np.ndarray] | None:
+        if dim.name != b.name:
+            return None  # only batched over b (a source is batched over one dim at most)
+        assert size == B_
+        return lambda ts: X[:, ts[t]]
+
+    return RT.source_with_ts_udf(lambda ts: X[ts[b], ts[t]], (4,), dtypes.float32,
+                                 domain=(b, t), lazy_vectorized_version=lazy if vectorized
+                                 else None)
+
+
+def _np(x: torch.Tensor) -> np.ndarray:
+    return x.detach().cpu().numpy()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_elementwise_matmul_and_reduction_over_both_dims(cfg: Any, backend: str) -> None:
+    def build(bB, tT):  # noqa: ANN001, ANN202
+        (b, B), (t, T) = bB, tT
+        x = _x(b, t, vectorized=True)
+        y = ((x * 2.0 + 1.0).tanh() @ RT.const(W)) + RT.const(np.float32(0.5))
+        total = y[b, 0:T].sum(0)  # a reduction over t of a batched tensor
+        return {"y": y, "total": total, "all": y[0:B, 0:T].sum((0, 1))}
+
+    res, exe = run_once(_cfg(cfg, backend), 2, build, {0: B_, 1: T_})
+    want = np.tanh(X * 2 + 1) @ W + 0.5
+    np.testing.assert_allclose(_np(res["y"]), want, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(_np(res["total"]), want.sum(1), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(_np(res["all"]), want.sum((0, 1)), rtol=1e-5, atol=1e-5)
+    assert _looping(exe.sdg, "d0") == []
+    assert _looping(exe.sdg, "d1") == ["udf_source"]  # its vectorised form is over b only
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_udf_without_vectorized_version_keeps_its_loop(cfg: Any, backend: str) -> None:
+    def build(bB, tT):  # noqa: ANN001, ANN202
+        (b, _), (t, _) = bB, tT
+        x = _x(b, t, vectorized=False)
+        return {"y": (x.exp() * 3.0 - x).sum(0)}
+
+    res, exe = run_once(_cfg(cfg, backend), 2, build, {0: B_, 1: T_})
+    np.testing.assert_allclose(_np(res["y"]), (np.exp(X) * 3 - X).sum(-1), rtol=1e-5)
+    assert _looping(exe.sdg, "d0") == ["udf_source"]  # the source loops, its readers batch
+    assert _looping(exe.sdg, "d1") == ["udf_source"]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_shifted_read_with_boundary_becomes_pieces(cfg: Any, backend: str) -> None:
+    """`v[T-1] = y; v[True] = y[t+1]` (first true wins) over a batched t is exact at the
+    boundary; a read of the previous point `y[t-1]` under `t > 0` likewise."""
+    def build(bB, tT):  # noqa: ANN001, ANN202
+        (b, _), (t, T) = bB, tT
+        y = (_x(b, t, vectorized=True) * 0.5).sum(0)
+        v = RT.placeholder((), dtypes.float32, domain=(b, t))
+        v[b, T - 1] = y * 0.0 - 1.0
+        v[True] = y[b, t + 1]
+        p = RT.placeholder((), dtypes.float32, domain=(b, t))
+        p[b, 0] = y[b, 3]
+        p[True] = y[b, t - 1] + 10.0
+        g = RT.placeholder((), dtypes.float32, domain=(b, t))
+        g[b, 0] = y * 0.0
+        g[True] = _x(b, t, vectorized=False)[b, t - 1].sum(0) * 2.0  # a looping source
+        return {"v": v + 0.0, "p": p * 1.0, "g": g + 0.0, "q": y - y[b, T - 1]}
+
+    res, exe = run_once(_cfg(cfg, backend), 2, build, {0: B_, 1: T_})
+    y = (X * 0.5).sum(-1)
+    want_v = np.concatenate([y[:, 1:], -np.ones((B_, 1), np.float32)], 1)
+    want_p = np.concatenate([y[:, 3:4], y[:, :-1] + 10], 1)
+    np.testing.assert_allclose(_np(res["v"]), want_v, rtol=1e-6)
+    np.testing.assert_allclose(_np(res["p"]), want_p, rtol=1e-6)
+    want_g = np.concatenate([np.zeros((B_, 1), np.float32), X[:, :-1].sum(-1) * 2], 1)
+    np.testing.assert_allclose(_np(res["g"]), want_g, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(_np(res["q"]), y - y[:, -1:], rtol=1e-6)
+    assert _looping(exe.sdg, "d1") == ["udf_source"] * 2  # the looping source, over b too
+    assert _looping(exe.sdg, "d0") == ["udf_source"]
+    off, exe_off = run_once(_cfg(cfg, backend, enable_non_trivial_vectorization=False), 2,
+                            build, {0: B_, 1: T_})
+    np.testing.assert_allclose(_np(off["v"]), want_v, rtol=1e-6)
+    assert _looping(exe_off.sdg, "d1").count("merge") == 3  # boundaries keep their loop
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_recurrence_keeps_its_loop_and_batches_the_other_dim(cfg: Any, backend: str) -> None:
+    def build(bB, tT):  # noqa: ANN001, ANN202
+        (b, _), (t, _) = bB, tT
+        x = _x(b, t, vectorized=True)
+        s = RT.placeholder((4,), dtypes.float32, domain=(b, t))
+        s[b, 0] = x
+        s[True] = s[b, t - 1] * 0.5 + x
+        return {"s": s.tanh()}
+
+    res, exe = run_once(_cfg(cfg, backend), 2, build, {0: B_, 1: T_})
+    s = np.zeros_like(X)
+    s[:, 0] = X[:, 0]
+    for k in range(1, T_):
+        s[:, k] = s[:, k - 1] * 0.5 + X[:, k]
+    np.testing.assert_allclose(_np(res["s"]), np.tanh(s), rtol=1e-5, atol=1e-6)
+    assert "merge" in _looping(exe.sdg, "d1")  # t carried by the recurrence
+    assert _looping(exe.sdg, "d0") == []  # b carried by nothing
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_symbol_values_and_random_draws(cfg: Any, backend: str) -> None:
+    def build(bB, tT):  # noqa: ANN001, ANN202
+        (b, _), (t, _) = bB, tT
+        bt = RT.from_symbol(b).cast(dtypes.float32) * 10.0 + RT.from_symbol(t).cast(
+            dtypes.float32)
+        r = RT.random((64,), dtypes.float32, domain=(b, t))
+        return {"bt": bt * 1.0, "r": r * 1.0}
+
+    res, exe = run_once(_cfg(cfg, backend), 2, build, {0: B_, 1: T_})
+    want = np.arange(B_)[:, None] * 10.0 + np.arange(T_)[None, :]
+    np.testing.assert_array_equal(_np(res["bt"]), want.astype(np.float32))
+    r = _np(res["r"])
+    assert r.shape == (B_, T_, 64) and (r >= 0).all() and (r < 1).all()
+    flat = r.reshape(B_ * T_, 64)
+    assert len({row.tobytes() for row in flat}) == B_ * T_  # a fresh draw at every point
+    assert abs(float(r.mean()) - 0.5) < 0.05
+    assert _looping(exe.sdg, "d0") == [] and _looping(exe.sdg, "d1") == []
+
+
+def test_flags_and_group_threshold(cfg: Any) -> None:
+    def build(bB, tT):  # noqa: ANN001, ANN202
+        (b, _), (t, _) = bB, tT
+        return {"y": (_x(b, t, vectorized=True) + 1.0).exp()}
+
+    want = np.exp(X + 1)
+    for kw, loops in (({"enable_vectorization": False}, True),
+                      ({"reject_vec_groups_smaller_than": 4}, True),
+                      ({"reject_vec_groups_with_external_deps_ratio_greater_than": 0.0}, False),
+                      ({}, False)):
+        res, exe = run_once(_cfg(cfg, "torch", **kw), 2, build, {0: B_, 1: T_})
+        np.testing.assert_allclose(_np(res["y"]), want, rtol=1e-6)
+        assert bool(_looping(exe.sdg, "d0")) == loops, kw
+
+
+def test_gathers_over_the_ratio_keep_the_loop(cfg: Any) -> None:
+    """A group that mostly reads tensors that keep their loop (each a gather of all D
+    points) is rejected when the ratio is exceeded."""
+    def build(bB, tT):  # noqa: ANN001, ANN202
+        (b, _), (t, _) = bB, tT
+        x = _x(b, t, vectorized=False)
+        return {"y": (x + x * 2.0).exp()}
+
+    strict = {"reject_vec_groups_with_external_deps_ratio_greater_than": 0.2}
+    for kw, loops in (({}, ["udf_source"]), (strict, ["add", "exp", "mul", "udf_source"])):
+        res, exe = run_once(_cfg(cfg, "torch", **kw), 2, build, {0: B_, 1: T_})
+        np.testing.assert_allclose(_np(res["y"]), np.exp(3 * X), rtol=1e-5)
+        assert _looping(exe.sdg, "d0") == loops, kw
