@@ -185,3 +185,30 @@ def test_gathers_over_the_ratio_keep_the_loop(cfg: Any) -> None:
         res, exe = run_once(_cfg(cfg, "torch", **kw), 2, build, {0: B_, 1: T_})
         np.testing.assert_allclose(_np(res["y"]), np.exp(3 * X), rtol=1e-5)
         assert _looping(exe.sdg, "d0") == loops, kw
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_batched_products_summed_become_matmuls(cfg: Any, backend: str) -> None:
+    """A Linear layer on a vector per point (`(w * x.unsqueeze(0)).sum(1)`) and a weight
+    gradient summed over the points (outer products) run as matmuls once batched."""
+    rng = np.random.default_rng(3)
+    xs = rng.standard_normal((B_, 48)).astype(np.float32)
+    gs = rng.standard_normal((B_, 64)).astype(np.float32)
+    w = rng.standard_normal((64, 48)).astype(np.float32)
+
+    def build(bB):  # noqa: ANN001, ANN202
+        b, B = bB
+        x = RT.source_with_ts_udf(lambda ts: xs[ts[b]], (48,), dtypes.float32, domain=(b,),
+                                  lazy_vectorized_version=lambda d, n: lambda ts: xs)
+        g = RT.source_with_ts_udf(lambda ts: gs[ts[b]], (64,), dtypes.float32, domain=(b,),
+                                  lazy_vectorized_version=lambda d, n: lambda ts: gs)
+        y = (RT.const(w) * x.unsqueeze(0)).sum(1)
+        outer = g.unsqueeze(1) * x.unsqueeze(0)
+        return {"y": y.tanh(), "gw": outer[0:B].sum(0)}
+
+    # dead-code elimination on: the products are then read by their sums only
+    res, exe = run_once(_cfg(cfg, backend, enable_dead_code_elim=True), 1, build, {0: B_})
+    np.testing.assert_allclose(_np(res["y"]), np.tanh(xs @ w.T), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(_np(res["gw"]), gs.T @ xs, rtol=1e-4, atol=1e-4)
+    names = [op.name for op in exe.sdg.ops.values()]
+    assert names.count("matmul") == 2 and "binary" not in names  # no mul left

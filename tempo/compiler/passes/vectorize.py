@@ -6,12 +6,14 @@ a tensor batched over several dims has them in domain order (`(B, T, ...)`), the
 which a read `x[0:B, 0:T]` stacks them. Which ops are batched is decided by
 `vectorize_plan` (groups, cycles, the config's thresholds), how each op batches by
 `vectorize_rules`, and the exact rewrite of every read by `vectorize_rewrite`.
+Batched products summed over a dim then become matmuls (`vectorize_contract`).
 `enable_non_trivial_vectorization` adds recurrences whose branches select along the
 dimension (boundaries such as `x[T-1] = ...; x[True] = y[t+1]`), built from pieces.
 """
 
 from __future__ import annotations
 
+from tempo.compiler.passes.vectorize_contract import contract
 from tempo.compiler.passes.vectorize_plan import plan
 from tempo.compiler.passes.vectorize_rewrite import vectorize
 from tempo.core.configs import ExecutionConfig
@@ -19,8 +21,10 @@ from tempo.core.sdg import SDG
 
 
 def run(sdg: SDG, cfg: ExecutionConfig) -> SDG:
+    batched: set[int] = set()
     for d in reversed(sdg.universe.variables):
         size = sdg.bound_defs.get(d.as_bound())
         if isinstance(size, int) and not isinstance(size, bool) and size > 1:
-            vectorize(sdg, plan(sdg, d, size, cfg), cfg.enable_dead_code_elim)
+            batched |= vectorize(sdg, plan(sdg, d, size, cfg), cfg.enable_dead_code_elim)
+    contract(sdg, batched)
     return sdg

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tempo.core import ops
-from tempo.core.index_expr import Slice, Symbol
+from tempo.core.index_expr import IndexExpr, Slice, Symbol
 from tempo.core.sdg import SDG, Edge
 
 
@@ -34,9 +34,9 @@ class Piece:
 Pieces = list[Piece]
 
 
-def _int(x: object, values: dict[Symbol, int]) -> int | None:
+def _int(x: IndexExpr, values: dict[Symbol, int]) -> int | None:
     try:
-        v = x.evaluate(values)  # type: ignore[attr-defined]
+        v = x.evaluate(values)
     except Exception:  # noqa: BLE001 - an unbound symbol: not a compile-time constant
         return None
     return v if isinstance(v, int) and not isinstance(v, bool) else None

@@ -27,7 +27,7 @@ from tempo.compiler.passes.vectorize_pieces import Pieces, plan_pieces
 from tempo.compiler.passes.vectorize_rules import Batching, batch_op
 from tempo.core import ops
 from tempo.core.configs import ExecutionConfig
-from tempo.core.index_expr import Slice, Symbol
+from tempo.core.index_expr import IndexExpr, Slice, Symbol
 from tempo.core.sdg import SDG, Edge, TensorId
 from tempo.schedule.loop_tree import strongly_connected
 
@@ -51,8 +51,8 @@ def is_dim(member: object, d: Symbol) -> bool:
     return isinstance(member, Symbol) and member.name == d.name
 
 
-def mentions(x: object, d: Symbol) -> bool:
-    return x is not None and any(v.name == d.name for v in x.vars_used())  # type: ignore[attr-defined]
+def mentions(x: IndexExpr | None, d: Symbol) -> bool:
+    return x is not None and any(v.name == d.name for v in x.vars_used())
 
 
 @dataclass(frozen=True)

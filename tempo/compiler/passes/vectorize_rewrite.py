@@ -17,6 +17,7 @@ Reads are rewritten exactly:
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 
@@ -43,16 +44,16 @@ class _Rewriter:
 
     # ------------------------------------------------------------ helpers
     def _new(self, op_cls: type[ops.Op], domain: Domain,
-             reads: list[tuple[TensorId, IndexSequence]], **params: object) -> TensorId:
+             reads: list[tuple[TensorId, IndexSequence]], **params: Any) -> TensorId:
         """A new op over `domain` reading `reads` (shape from its rule)."""
-        op = op_cls(op_id=self.sdg.new_id(), domain=domain, **params)  # type: ignore[arg-type]
+        op = op_cls(op_id=self.sdg.new_id(), domain=domain, **params)
         self.sdg.add_inferred(op, reads)
         return TensorId(op.op_id, 0)
 
-    def _adapt(self, e: Edge, domain: Domain, op_cls: type[ops.Op], **params: object) -> Edge:
+    def _adapt(self, e: Edge, domain: Domain, op_cls: type[ops.Op], **params: Any) -> Edge:
         """Route read `e` through a new op over `domain`: the reader then reads it at
         its own point."""
-        op = op_cls(op_id=self.sdg.new_id(), domain=domain, **params)  # type: ignore[arg-type]
+        op = op_cls(op_id=self.sdg.new_id(), domain=domain, **params)
         probe = Edge(op.op_id, 0, e.src, e.expr, e.cond, e.site)
         shapes, dts = op.infer([self.sdg.read_shape(probe)], [self.sdg.tensors[e.src].dtype])
         self.sdg.add_op(op, [], shapes, dts)
@@ -245,10 +246,14 @@ class _Rewriter:
             sdg.remove_op(self._index)
 
 
-def vectorize(sdg: SDG, plan: Plan, drop_unread: bool) -> None:
-    """Apply `plan` to `sdg` in place; `drop_unread`: remove unbatching ops nothing reads."""
-    if plan.batchings:
-        _Rewriter(sdg, plan, drop_unread).run()
+def vectorize(sdg: SDG, plan: Plan, drop_unread: bool) -> set[int]:
+    """Apply `plan` to `sdg` in place; `drop_unread`: remove unbatching ops nothing reads.
+    Returns the ids of the batched ops."""
+    if not plan.batchings:
+        return set()
+    rw = _Rewriter(sdg, plan, drop_unread)
+    rw.run()
+    return set(rw.twin.values())
 
 
 __all__ = ["vectorize", "Pieces", "Symbol"]
