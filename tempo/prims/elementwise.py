@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from tempo.api.autodiff.grad_rules import Grads, Gs, Xs, scalar_like, unbroadcast
-from tempo.compiler.op_rules import NO_BATCHING, per_output_element
+from tempo.compiler.op_rules import per_output_element
+from tempo.compiler.passes.vectorize_rules import Batching, lead
 from tempo.core import ops
 from tempo.core.dtype import dtypes
 from tempo.prims.define import primitive
@@ -270,20 +271,29 @@ def _np_cast(op: ops.CastOp, be: Any) -> Kernel:
     return lambda x: x.astype(dt, copy=False)
 
 
+# ---------------------------------------------------------------- batching
+def batch_elementwise(op: ops.Op, batched: list[bool], shapes: list[Any], D: int,
+                      d: str) -> Batching | None:
+    """Operands broadcast as before once each batched one has the output's rank after D;
+    unbatched operands broadcast along D (right-aligned)."""
+    rank = max(len(s) for s in shapes)
+    return Batching(op, tuple(lead(D, s, rank) if b and len(s) < rank else None
+                              for s, b in zip(shapes, batched)))
+
 # ---------------------------------------------------------------- registration
 primitive(
-    ops.UnaryOp, grad=unary_grad, batching=NO_BATCHING, cost=per_output_element(1),
+    ops.UnaryOp, grad=unary_grad, batching=batch_elementwise, cost=per_output_element(1),
     torch=lambda op, be: _torch_unary()[op.fn], jax=_jax_unary, numpy=_np_unary,
 )
 primitive(
-    ops.BinaryOp, grad=binary_grad, batching=NO_BATCHING, cost=per_output_element(1),
+    ops.BinaryOp, grad=binary_grad, batching=batch_elementwise, cost=per_output_element(1),
     torch=lambda op, be: _torch_binary()[op.fn], jax=_jax_binary, numpy=_np_binary,
 )
 primitive(
-    ops.WhereOp, grad=where_grad, batching=NO_BATCHING, cost=per_output_element(1),
+    ops.WhereOp, grad=where_grad, batching=batch_elementwise, cost=per_output_element(1),
     torch=_torch_where, jax=_jax_where, numpy=_np_where,
 )
 primitive(
-    ops.CastOp, grad=cast_grad, batching=NO_BATCHING, cost=per_output_element(1),
+    ops.CastOp, grad=cast_grad, batching=batch_elementwise, cost=per_output_element(1),
     torch=_torch_cast, jax=_jax_cast, numpy=_np_cast,
 )

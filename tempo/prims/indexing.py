@@ -3,13 +3,15 @@ every backend: integer indices, a 0-d index selects or adds one slice)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from tempo.api.autodiff.grad_rules import Grads, Gs, Xs, zeros_of
 from tempo.api.tensor_base import record1
-from tempo.compiler.op_rules import NO_BATCHING, Arg, Cost, copies, traffic
+from tempo.compiler.op_rules import Arg, Cost, copies, traffic
+from tempo.compiler.passes.vectorize_rules import Batching, same
 from tempo.core import ops
 from tempo.core.dtype import dtypes
 from tempo.prims.define import primitive
@@ -197,11 +199,32 @@ def _accumulate_cost(op: Any, ins: Sequence[Arg], outs: Sequence[Arg]) -> Cost:
     return Cost(ins[2].numel, traffic(ins, outs))
 
 
-primitive(ops.IndexSelectOp, grad=index_select_grad, batching=NO_BATCHING, cost=copies,
+# ---------------------------------------------------------------- batching
+def _batch_index_select(op: ops.IndexSelectOp, batched: list[bool], shapes: list[Any], D: int,
+                        d: str) -> Batching | None:
+    if not batched[0] or batched[1]:
+        return None  # a batched index is a gather, not an index_select
+    return same(replace(op, dim=op.dim + 1), 2)
+
+
+def _batch_all_inputs(op: Any, batched: list[bool], shapes: list[Any], D: int,
+                      d: str) -> Batching | None:
+    """gather / scatter_add: every input batched (an unbatched index would need a copy)."""
+    return same(replace(op, dim=op.dim + 1), len(shapes)) if all(batched) else None
+
+
+def _batch_index_add(op: ops.IndexAddOp, batched: list[bool], shapes: list[Any], D: int,
+                     d: str) -> Batching | None:
+    if not (batched[0] and batched[2]) or batched[1]:
+        return None
+    return same(replace(op, dim=op.dim + 1), 3)
+
+primitive(ops.IndexSelectOp, grad=index_select_grad, batching=_batch_index_select, cost=copies,
           torch=_torch_index_select, jax=_jax_index_select, numpy=_np_index_select)
-primitive(ops.GatherOp, grad=gather_grad, batching=NO_BATCHING, cost=copies,
+primitive(ops.GatherOp, grad=gather_grad, batching=_batch_all_inputs, cost=copies,
           torch=_torch_gather, jax=_jax_gather, numpy=_np_gather)
-primitive(ops.ScatterAddOp, grad=scatter_add_grad, batching=NO_BATCHING, cost=_accumulate_cost,
+primitive(ops.ScatterAddOp, grad=scatter_add_grad, batching=_batch_all_inputs,
+          cost=_accumulate_cost,
           torch=_torch_scatter_add, jax=_jax_scatter_add, numpy=_np_scatter_add)
-primitive(ops.IndexAddOp, grad=index_add_grad, batching=NO_BATCHING, cost=_accumulate_cost,
+primitive(ops.IndexAddOp, grad=index_add_grad, batching=_batch_index_add, cost=_accumulate_cost,
           torch=_torch_index_add, jax=_jax_index_add, numpy=_np_index_add)

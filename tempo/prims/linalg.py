@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from tempo.api.autodiff.grad_rules import Grads, Gs, Xs, unbroadcast
 from tempo.api.tensor_base import record1
 from tempo.compiler.op_rules import NO_BATCHING, Arg, Cost, traffic
+from tempo.compiler.passes.vectorize_rules import Batching, lead
 from tempo.core import ops
 from tempo.core.dtype import dtypes
 from tempo.core.errors import TempoError
@@ -196,7 +197,21 @@ def _conv_cost(op: ops.ConvOp, ins: Sequence[Arg], outs: Sequence[Arg]) -> Cost:
     return Cost(2 * per_weight_row * outs[0].numel, traffic(ins, outs))
 
 
-primitive(ops.MatMulOp, grad=matmul_grad, batching=NO_BATCHING, cost=_matmul_cost,
+# ---------------------------------------------------------------- batching
+def _batch_matmul(op: ops.MatMulOp, batched: list[bool], shapes: list[Shape], D: int,
+                  d: str) -> Batching | None:
+    """D joins the matmul batch dims. A batched vector stays a vector only as the left
+    operand of an unbatched matrix or vector ((D, K) @ (K, N) is D vector-matrix
+    products); any other batched vector has no batched matmul form without a squeeze.
+    (Conv has no batching rule: it keeps its loop.)"""
+    (a, b), (ba, bb) = shapes, batched
+    if (bb and len(b) == 1) or (ba and len(a) == 1 and (bb or len(b) > 2)):
+        return None
+    batch = max(len(a), len(b))
+    return Batching(op, tuple(lead(D, s, batch) if flag and 2 <= len(s) < batch else None
+                              for s, flag in ((a, ba), (b, bb))))
+
+primitive(ops.MatMulOp, grad=matmul_grad, batching=_batch_matmul, cost=_matmul_cost,
           torch=_torch_matmul, jax=_jax_matmul, numpy=_np_matmul)
 primitive(ops.ConvOp, grad=conv_grad, batching=NO_BATCHING, cost=_conv_cost,
           torch=_torch_conv, jax=_jax_conv, numpy=_np_conv)

@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from tempo.api.autodiff.grad_rules import Grads, Gs, Xs, pad_back, unbroadcast, zeros_of
 from tempo.api.tensor_base import record1
-from tempo.compiler.op_rules import NO_BATCHING, copies, free
+from tempo.compiler.op_rules import copies, free
+from tempo.compiler.passes.vectorize_rules import Batching, lead, same
 from tempo.core import ops
 from tempo.core.dtype import dtypes
 from tempo.core.shape import Shape
@@ -317,24 +319,72 @@ def _np_flip(op: ops.FlipOp, be: Any) -> Kernel:
 
 
 # ---------------------------------------------------------------- registration
-primitive(ops.IdentOp, grad=ident_grad, batching=NO_BATCHING, cost=free,
+# ---------------------------------------------------------------- batching
+# (vectorisation over a new leading dim D: the data dims shift by one)
+def _batch_same(op: ops.Op, batched: list[bool], shapes: list[Shape], D: int,
+                d: str) -> Batching | None:
+    return same(op, 1) if batched[0] else None
+
+
+def _batch_reshape(op: ops.ReshapeOp, batched: list[bool], shapes: list[Shape], D: int,
+                   d: str) -> Batching | None:
+    return same(replace(op, shape=op.shape.prepend_dim(D)), 1) if batched[0] else None
+
+
+def _batch_permute(op: ops.PermuteOp, batched: list[bool], shapes: list[Shape], D: int,
+                   d: str) -> Batching | None:
+    return same(replace(op, dims=(0, *(x + 1 for x in op.dims))), 1) if batched[0] else None
+
+
+def _batch_expand(op: ops.ExpandOp, batched: list[bool], shapes: list[Shape], D: int,
+                  d: str) -> Batching | None:
+    if not batched[0]:
+        return None
+    src, rank = shapes[0], len(op.shape)
+    pre = lead(D, src, rank) if len(src) < rank else None
+    return Batching(replace(op, shape=op.shape.prepend_dim(D)), (pre,))
+
+
+def _batch_dim(op: Any, batched: list[bool], shapes: list[Shape], D: int,
+               d: str) -> Batching | None:
+    """Ops along one data dim (`dim`): it moves up by one."""
+    return same(replace(op, dim=op.dim + 1), 1) if batched[0] else None
+
+
+def _batch_pad(op: ops.PadOp, batched: list[bool], shapes: list[Shape], D: int,
+               d: str) -> Batching | None:
+    return same(replace(op, padding=((0, 0), *op.padding)), 1) if batched[0] else None
+
+
+def _batch_cat(op: ops.CatOp, batched: list[bool], shapes: list[Shape], D: int,
+               d: str) -> Batching | None:
+    if not all(batched):
+        return None  # an unbatched piece would need copying D times
+    return same(replace(op, dim=op.dim + 1), len(shapes))
+
+
+def _batch_flip(op: ops.FlipOp, batched: list[bool], shapes: list[Shape], D: int,
+                d: str) -> Batching | None:
+    return same(replace(op, dims=tuple(x + 1 for x in op.dims)), 1) if batched[0] else None
+
+primitive(ops.IdentOp, grad=ident_grad, batching=_batch_same, cost=free,
           torch=ident_kernel, jax=ident_kernel, numpy=ident_kernel)
-primitive(ops.ReshapeOp, grad=reshape_grad, batching=NO_BATCHING, cost=free,
+primitive(ops.ReshapeOp, grad=reshape_grad, batching=_batch_reshape, cost=free,
           torch=_torch_reshape,
           jax=lambda op, be: _jax(op, lambda xp, jit: _array_shaped(op, xp.reshape, jit)),
           numpy=lambda op, be: _array_shaped(op, np.reshape, lambda f: f))
-primitive(ops.PermuteOp, grad=permute_grad, batching=NO_BATCHING, cost=free,
+primitive(ops.PermuteOp, grad=permute_grad, batching=_batch_permute, cost=free,
           torch=_torch_permute, jax=_jax_permute, numpy=_np_permute)
-primitive(ops.ExpandOp, grad=expand_grad, batching=NO_BATCHING, cost=free,
+primitive(ops.ExpandOp, grad=expand_grad, batching=_batch_expand, cost=free,
           torch=_torch_expand,
           jax=lambda op, be: _jax(op, lambda xp, jit: _array_shaped(op, xp.broadcast_to, jit)),
           numpy=lambda op, be: _array_shaped(op, np.broadcast_to, lambda f: f))
-primitive(ops.SliceOp, grad=slice_grad, batching=NO_BATCHING, cost=free,
+primitive(ops.SliceOp, grad=slice_grad, batching=_batch_dim, cost=free,
           torch=_torch_slice, jax=_jax_slice, numpy=_np_slice)
-primitive(ops.PadOp, grad=pad_grad, batching=NO_BATCHING, cost=copies,
+primitive(ops.PadOp, grad=pad_grad, batching=_batch_pad, cost=copies,
           torch=_torch_pad, jax=lambda op, be: _jax(op, lambda xp, jit: jit(_array_pad(op, xp))),
           numpy=lambda op, be: _array_pad(op, np))
-primitive(ops.CatOp, grad=cat_grad, batching=NO_BATCHING, cost=copies,
+primitive(ops.CatOp, grad=cat_grad, batching=_batch_cat, cost=copies,
           torch=_torch_cat, jax=_jax_cat, numpy=_np_cat)
-primitive(ops.FlipOp, grad=flip_grad, batching=NO_BATCHING, cost=copies,
+primitive(ops.FlipOp, grad=flip_grad, batching=_batch_flip, cost=copies,
           torch=_torch_flip, jax=_jax_flip, numpy=_np_flip)

@@ -8,13 +8,15 @@ maximum (NaN wins), and a stable order in which equal elements keep their index 
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from tempo.api.autodiff.grad_rules import Grads, Gs, Xs, zeros_of
 from tempo.api.tensor_base import record1
-from tempo.compiler.op_rules import NO_BATCHING, Arg, Cost, per_input_element, traffic
+from tempo.compiler.op_rules import Arg, Cost, per_input_element, traffic
+from tempo.compiler.passes.vectorize_rules import Batching, same
 from tempo.core import ops
 from tempo.core.dtype import dtypes
 from tempo.prims.define import primitive
@@ -240,11 +242,22 @@ def _sort_cost(op: ops.SortOp, ins: Sequence[Arg], outs: Sequence[Arg]) -> Cost:
     return Cost(int(ins[0].numel * max(math.log2(max(n, 1)), 1.0)), traffic(ins, outs))
 
 
-primitive(ops.SumOp, grad=sum_grad, batching=NO_BATCHING, cost=per_input_element(1),
+# ---------------------------------------------------------------- batching
+def _batch_sum(op: ops.SumOp, batched: list[bool], shapes: list[Any], D: int,
+               d: str) -> Batching | None:
+    return same(replace(op, dims=tuple(x + 1 for x in op.dims)), 1) if batched[0] else None
+
+
+def _batch_dim(op: Any, batched: list[bool], shapes: list[Any], D: int,
+               d: str) -> Batching | None:
+    """max / cumsum / sort along `dim`: it moves up by one."""
+    return same(replace(op, dim=op.dim + 1), 1) if batched[0] else None
+
+primitive(ops.SumOp, grad=sum_grad, batching=_batch_sum, cost=per_input_element(1),
           torch=_torch_sum, jax=_jax_sum, numpy=_np_sum)
-primitive(ops.MaxOp, grad=select_grad, batching=NO_BATCHING, cost=per_input_element(1),
+primitive(ops.MaxOp, grad=select_grad, batching=_batch_dim, cost=per_input_element(1),
           torch=_torch_max, jax=_jax_max, numpy=_np_max)
-primitive(ops.CumsumOp, grad=cumsum_grad, batching=NO_BATCHING, cost=per_input_element(1),
+primitive(ops.CumsumOp, grad=cumsum_grad, batching=_batch_dim, cost=per_input_element(1),
           torch=_torch_cumsum, jax=_jax_cumsum, numpy=_np_cumsum)
-primitive(ops.SortOp, grad=select_grad, batching=NO_BATCHING, cost=_sort_cost,
+primitive(ops.SortOp, grad=select_grad, batching=_batch_dim, cost=_sort_cost,
           torch=_torch_sort, jax=_jax_sort, numpy=_np_sort)

@@ -7,13 +7,17 @@ draws come from the backend's generator, seeded by the config.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from tempo.api.autodiff.grad_rules import NOT_DIFFERENTIABLE
 from tempo.compiler.op_rules import NO_BATCHING, writes_outputs
+from tempo.compiler.passes.vectorize_rules import Batching, same
 from tempo.core import ops
+from tempo.core.dtype import dtypes
+from tempo.core.index_expr import Symbol
 from tempo.prims.define import primitive
 
 if TYPE_CHECKING:
@@ -148,12 +152,31 @@ def _np_eval_symbol(op: ops.EvalSymbolOp, be: Any) -> Kernel:
     return lambda v: np.array(v, dtype=dt)
 
 
+# ---------------------------------------------------------------- batching
+def _batch_rand(op: ops.RandOp, batched: list[bool], shapes: list[Any], D: int,
+                d: str) -> Batching | None:
+    """D independent draws in one call: the same distribution, another stream order.
+    (Consts and fills have no batching rule: they do not vary along any dim.)"""
+    return same(replace(op, shape=op.shape.prepend_dim(D)), 0)
+
+
+def _batch_eval_symbol(op: ops.EvalSymbolOp, batched: list[bool], shapes: list[Any], D: int,
+                       d: str) -> Batching | None:
+    """The values of `d` itself, all at once: the constant `0, 1, ..., D-1`."""
+    sym = op.symbol
+    if not (isinstance(sym, Symbol) and sym.name == d and len(op.domain) == 1):
+        return None
+    value = np.arange(D).astype(dtypes.to_np(op.dtype))
+    return same(ops.ConstOp(op_id=op.op_id, domain=op.domain, value=value, dtype=op.dtype,
+                            site=op.site), 0)
+
 # ---------------------------------------------------------------- registration
 primitive(ops.ConstOp, grad=NOT_DIFFERENTIABLE, batching=NO_BATCHING, cost=writes_outputs,
           torch=const_kernel, jax=const_kernel, numpy=const_kernel)
 primitive(ops.FillOp, grad=NOT_DIFFERENTIABLE, batching=NO_BATCHING, cost=writes_outputs,
           torch=_torch_fill, jax=_jax_fill, numpy=_np_fill)
-primitive(ops.RandOp, grad=NOT_DIFFERENTIABLE, batching=NO_BATCHING, cost=writes_outputs,
+primitive(ops.RandOp, grad=NOT_DIFFERENTIABLE, batching=_batch_rand, cost=writes_outputs,
           torch=_torch_rand, jax=_jax_rand, numpy=_np_rand)
-primitive(ops.EvalSymbolOp, grad=NOT_DIFFERENTIABLE, batching=NO_BATCHING, cost=writes_outputs,
+primitive(ops.EvalSymbolOp, grad=NOT_DIFFERENTIABLE, batching=_batch_eval_symbol,
+          cost=writes_outputs,
           torch=_torch_eval_symbol, jax=_jax_eval_symbol, numpy=_np_eval_symbol)

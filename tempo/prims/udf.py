@@ -7,10 +7,12 @@ declared dtype on the backend's device. No gradient flows through a user functio
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from tempo.api.autodiff.grad_rules import NOT_DIFFERENTIABLE
 from tempo.compiler.op_rules import NO_BATCHING, copies
+from tempo.compiler.passes.vectorize_rules import Batching, same
 from tempo.core import ops
 from tempo.prims.define import primitive
 
@@ -55,8 +57,24 @@ def _np_udf(op: ops.UDFSourceOp | ops.MapUDFOp, be: Any) -> Kernel:
     return lambda *args: user_array(fn(*args), dt)
 
 
-for _cls in (ops.UDFSourceOp, ops.MapUDFOp):
-    primitive(_cls, grad=NOT_DIFFERENTIABLE, batching=NO_BATCHING, cost=copies,
-              torch=_torch_udf, jax=_jax_udf, numpy=_np_udf)
+def _batch_udf_source(op: ops.UDFSourceOp, batched: list[bool], shapes: list[Any], D: int,
+                      d: str) -> Batching | None:
+    """Only with the user's vectorised version (`lazy_vectorized_version`), asked for the
+    dimension and its size; without one (or when it returns None for this dimension)
+    the source keeps its loop. A source is batched over one dimension at most. (Map and
+    sink UDFs have no batching rule: they keep their loops.)"""
+    if op.lazy_vectorized_version is None or not op.with_ts:
+        return None
+    dim = next(v for v in op.domain.variables if v.name == d)
+    fn = op.lazy_vectorized_version(dim, D)
+    if fn is None:
+        return None
+    return same(replace(op, fn=fn, shape=op.shape.prepend_dim(D),
+                        lazy_vectorized_version=None), 0)
+
+primitive(ops.UDFSourceOp, grad=NOT_DIFFERENTIABLE, batching=_batch_udf_source, cost=copies,
+          torch=_torch_udf, jax=_jax_udf, numpy=_np_udf)
+primitive(ops.MapUDFOp, grad=NOT_DIFFERENTIABLE, batching=NO_BATCHING, cost=copies,
+          torch=_torch_udf, jax=_jax_udf, numpy=_np_udf)
 primitive(ops.SinkUDFOp, grad=NOT_DIFFERENTIABLE, batching=NO_BATCHING, cost=copies,
           torch=sink_kernel, jax=sink_kernel, numpy=sink_kernel)
