@@ -12,12 +12,14 @@ with r = 1 / sqrt(mean(x_c²) + eps), x_c = x (centred for layer norm).
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from tempo.api.autodiff.grad_rules import Grads, Gs, Xs
-from tempo.compiler.op_rules import NO_BATCHING, per_input_element
+from tempo.compiler.op_rules import per_input_element
+from tempo.compiler.passes.vectorize_rules import Batching, same
 from tempo.core import ops
 from tempo.prims.define import primitive
 
@@ -122,8 +124,21 @@ def _np_norm(op: ops.NormOp, be: Any) -> Kernel:
     return lambda x: np_norm(x, n, eps, center)
 
 
+# ---------------------------------------------------------------- batching
+def _batch_softmax(op: ops.SoftmaxOp, batched: list[bool], shapes: list[Any], D: int,
+                   d: str) -> Batching | None:
+    """Along the same data dim, one up (a dim counted from the end stays as it is)."""
+    return same(replace(op, dim=op.dim + 1 if op.dim >= 0 else op.dim), 1) if batched[0] else None
+
+
+def _batch_norm(op: ops.NormOp, batched: list[bool], shapes: list[Any], D: int,
+                d: str) -> Batching | None:
+    """Over the same last dims: the leading D is one more outer dim."""
+    return same(op, 1) if batched[0] else None
+
+
 # ---------------------------------------------------------------- registration
-primitive(ops.SoftmaxOp, grad=softmax_grad, batching=NO_BATCHING, cost=per_input_element(5),
+primitive(ops.SoftmaxOp, grad=softmax_grad, batching=_batch_softmax, cost=per_input_element(5),
           torch=_torch_softmax, jax=_jax_softmax, numpy=_np_softmax)
-primitive(ops.NormOp, grad=norm_grad, batching=NO_BATCHING, cost=per_input_element(5),
+primitive(ops.NormOp, grad=norm_grad, batching=_batch_norm, cost=per_input_element(5),
           torch=_torch_norm, jax=_jax_norm, numpy=_np_norm)
