@@ -75,15 +75,17 @@ def build_step(n_layers: int, T: int, attn: str, window: int) -> Any:
         if attn == "window":
             mask = mask & (idx > pos - window)
         h = w["emb"][tok]
+        zero = jnp.zeros((), pos.dtype)  # every index of one dtype (also under jax x64)
         for n in range(n_layers):
+            at = (jnp.asarray(n, pos.dtype), zero, pos, zero, zero)
             x = _rms(h, w["an"][n], eps)
             q = (x @ w["wq"][n]).reshape(B, H, dh)
             k = (x @ w["wk"][n]).reshape(B, kv, dh)
             v = (x @ w["wv"][n]).reshape(B, kv, dh)
             q = q * cos + _rot_half(q) * sin
             k = k * cos + _rot_half(k) * sin
-            kc = jax.lax.dynamic_update_slice(kc, k[None, :, None], (n, 0, pos, 0, 0))
-            vc = jax.lax.dynamic_update_slice(vc, v[None, :, None], (n, 0, pos, 0, 0))
+            kc = jax.lax.dynamic_update_slice(kc, k[None, :, None], at)
+            vc = jax.lax.dynamic_update_slice(vc, v[None, :, None], at)
             keys = jnp.repeat(kc[n], H // kv, axis=2)  # (B, T, H, dh)
             vals = jnp.repeat(vc[n], H // kv, axis=2)
             s = jnp.einsum("bhd,bthd->bht", q, keys) / math.sqrt(dh)
