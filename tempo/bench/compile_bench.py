@@ -79,7 +79,8 @@ class _Eager:
     """The eager PyTorch twin of a program (tempo/bench/compile_eager.py), timed beside it."""
 
     def __init__(self, fn: Callable[[], list[float]], iterations: int) -> None:
-        self.fn, self.iterations, self.losses = fn, iterations, []
+        self.fn, self.iterations = fn, iterations
+        self.losses: list[float] = []
 
     def run(self) -> None:
         self.losses = self.fn()
