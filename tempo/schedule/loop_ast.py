@@ -272,6 +272,8 @@ class Lowering:
         nonempty = us.params()
         lo, hi = us.dim_min(0), us.dim_max(0)
         inner_ctx = ctx.intersect(nonempty)
+        if inner_ctx.is_empty():  # no iteration under these bounds (e.g. t+20 < T with T=12)
+            return []
         names = ", ".join(sorted(keep))
         v = isl.PwAff(f"[{names}] -> {{ [({n.var})] }}")
         it = lo.le_set(v).intersect(v.le_set(hi)).intersect(inner_ctx).coalesce()

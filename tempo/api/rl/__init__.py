@@ -1,0 +1,11 @@
+"""Tempo's RL library (API.md §6.4): objectives at the top level; environments under `env`,
+networks under `networks`, replay buffers under `replay_buffer`."""
+
+from tempo.api.rl.objectives import (
+    bootstrapped_n_step_returns,
+    gae,
+    n_step_returns,
+    n_step_td_residual,
+)
+
+__all__ = ["bootstrapped_n_step_returns", "gae", "n_step_returns", "n_step_td_residual"]
