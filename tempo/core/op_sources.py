@@ -143,6 +143,7 @@ class MapUDFOp(Op):
     shape: Shape
     dtype: DataType
     with_ts: bool = False
+    lazy_vectorized_version: Callable[..., Any] | None = None  # as UDFSourceOp's
     name: ClassVar[str] = "map_udf"
 
     def infer(self, shapes: Shapes, dts: DTypes) -> tuple[Shapes, DTypes]:

@@ -1,0 +1,1 @@
+"""Environment sets by name (`gym`, `trivial`, custom): see `env_registry.EnvRegistry`."""

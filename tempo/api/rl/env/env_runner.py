@@ -1,0 +1,193 @@
+"""The runtime side of `Env.reset`/`Env.step`: gymnasium vector environments behind the UDFs.
+
+One *slot* per reset point holds a gymnasium vector env (`num_envs` sub-envs, or 1). A step
+at point p continues the episode of the slot reset at p's values of the reset domain.
+Episodes are absorbing (autoreset is off): after an env terminates or truncates, later steps
+return its last observation, reward 0 and the same (sticky) terminated/truncated flags, so a
+fixed-length rollout over `t` stays well defined and its reward sum is the episode return.
+
+Vectorised over a domain dim (`lazy_vectorized_version`), a reset point becomes a block of
+points served by one slot whose vector env has a sub-env per point, and a step over the block
+is one vector-env call."""
+
+from __future__ import annotations
+
+import math
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from tempo.core.errors import TempoError, UnsupportedError
+from tempo.core.index_expr import Symbol
+
+MAX_LIVE_SLOTS = 4096  # episodes alive at once; older slots are recycled beyond this
+
+
+def to_numpy(x: Any) -> np.ndarray:
+    """A backend tensor (torch, jax, numpy) as a host numpy array."""
+    if hasattr(x, "detach"):
+        return x.detach().cpu().numpy()  # type: ignore[no-any-return]
+    return np.asarray(x)
+
+
+def point_seed(seed: int, key: tuple[int, ...]) -> int:
+    """The seed of the slot reset at point `key`: distinct per point, fixed by `seed`."""
+    return int(np.random.SeedSequence([int(seed), *(int(k) for k in key)]).generate_state(1)[0])
+
+
+class Slot:
+    """A gymnasium vector env of `n` sub-envs with absorbing episodes."""
+
+    def __init__(self, make: Callable[[int], gym.vector.VectorEnv], n: int, layout: Any) -> None:
+        self.env = make(n)
+        self.n = n
+        self.layout = layout  # how the slot was reset: () per point, else the vectorised dims
+        self.seeded = False
+        self.done = np.zeros(n, bool)
+        self.term = np.zeros(n, bool)
+        self.trunc = np.zeros(n, bool)
+        self.last_obs: np.ndarray | None = None
+
+    def reset(self, seed: int | None) -> np.ndarray:
+        obs, _ = self.env.reset(seed=None if self.seeded else seed)
+        self.seeded = True
+        self.done[:] = False
+        self.term[:] = False
+        self.trunc[:] = False
+        self.last_obs = np.array(obs)
+        return self.last_obs
+
+    def step(self, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        assert self.last_obs is not None  # reset() ran: Runner.slot checks it
+        obs, rew, term, trunc, _ = self.env.step(actions)
+        obs, rew = np.array(obs), np.asarray(rew, np.float32).copy()
+        term, trunc = np.asarray(term, bool).copy(), np.asarray(trunc, bool).copy()
+        was = self.done
+        obs[was], rew[was] = self.last_obs[was], 0.0
+        term[was], trunc[was] = self.term[was], self.trunc[was]
+        self.term, self.trunc = term, trunc
+        self.done = was | term | trunc
+        self.last_obs = obs
+        return obs, rew, term, trunc
+
+
+class Runner:
+    """The episodes of one `env.reset(domain=...)` call and the steps that continue them."""
+
+    def __init__(self, name: str, make: Callable[[int], gym.vector.VectorEnv],
+                 reset_vars: Sequence[Symbol], num_envs: int | None, seed: int,
+                 obs_size: int, pack_dtype: np.dtype, act_shape: tuple[int, ...]) -> None:
+        self.name = name
+        self.act_shape = act_shape  # one sub-env's action shape
+        self.make = make
+        self.vars = tuple(reset_vars)
+        self.num_envs = num_envs
+        self.seed = seed
+        self.obs_size = obs_size
+        self.pack_dtype = pack_dtype
+        self.slots: OrderedDict[tuple[int, ...], Slot] = OrderedDict()
+        self.spare: dict[tuple[Any, int], list[Slot]] = {}
+
+    # ---------------------------------------------------------------- slots
+    def _key(self, ts: dict, skip: Sequence[Symbol] = ()) -> tuple[int, ...]:
+        return tuple(int(ts[v]) for v in self.vars if v not in skip)
+
+    def _fresh(self, key: tuple[int, ...], n: int, layout: Any) -> Slot:
+        old = self.slots.pop(key, None)
+        if old is not None and old.n == n and old.layout == layout:
+            self.slots[key] = old
+            return old
+        pool = self.spare.get((layout, n))
+        slot = pool.pop() if pool else Slot(self.make, n, layout)
+        slot.seeded = False
+        self.slots[key] = slot
+        if len(self.slots) > MAX_LIVE_SLOTS:
+            _, evicted = self.slots.popitem(last=False)
+            self.spare.setdefault((evicted.layout, evicted.n), []).append(evicted)
+        return slot
+
+    def slot(self, key: tuple[int, ...], layout: Any) -> Slot:
+        s = self.slots.get(key)
+        if s is None:
+            raise TempoError(
+                f"{self.name}.step at reset point {dict(zip(map(str, self.vars), key))} has no "
+                f"episode: its reset did not run first (or more than {MAX_LIVE_SLOTS} "
+                "episodes were alive at once)")
+        if s.layout != layout:
+            raise UnsupportedError(
+                f"{self.name}: reset ran {_layout_word(s.layout)} but step ran "
+                f"{_layout_word(layout)}; vectorise both over the same dims or neither")
+        return s
+
+    # ---------------------------------------------------------------- per point
+    def reset_point(self, ts: dict) -> np.ndarray:
+        key = self._key(ts)
+        obs = self._fresh(key, self.num_envs or 1, ()).reset(point_seed(self.seed, key))
+        return obs if self.num_envs is not None else obs[0]
+
+    def step_point(self, actions: Any, ts: dict) -> np.ndarray:
+        s = self.slot(self._key(ts), ())
+        packed = self._pack(*s.step(self._actions(actions, s.n)))
+        return packed if self.num_envs is not None else packed[0]
+
+    def _actions(self, actions: Any, n: int) -> np.ndarray:
+        """(n, *action_shape); Env.step checked the size (a leading 1 per point is allowed)."""
+        return to_numpy(actions).reshape((n, *self.act_shape))
+
+    def _pack(self, obs: np.ndarray, r: np.ndarray, term: np.ndarray,
+              trunc: np.ndarray) -> np.ndarray:
+        """(n, obs_size + 3): flat observation, reward, terminated, truncated."""
+        n = obs.shape[0]
+        out = np.empty((n, self.obs_size + 3), self.pack_dtype)
+        out[:, : self.obs_size] = obs.reshape(n, -1)
+        out[:, self.obs_size] = r
+        out[:, self.obs_size + 1] = term
+        out[:, self.obs_size + 2] = trunc
+        return out
+
+    # ---------------------------------------------------------------- vectorised
+    def _vec_dims(self, dims: Sequence[tuple[Symbol, int]], what: str) -> tuple[Symbol, ...]:
+        syms = tuple(d for d, _ in dims)
+        outside = [str(d) for d in syms if d not in self.vars]
+        if outside:
+            raise UnsupportedError(
+                f"{self.name}.{what} cannot be vectorised over {outside}: an episode steps "
+                f"sequentially there (only the reset dims {[str(v) for v in self.vars]} batch)")
+        return syms
+
+    def reset_vectorized(self, dims: Sequence[tuple[Symbol, int]]) -> Callable[[dict], Any]:
+        """reset over a block: obs of shape (*sizes, [num_envs], *obs) from one vector env."""
+        syms, sizes = self._vec_dims(dims, "reset"), tuple(int(s) for _, s in dims)
+        per = self.num_envs or 1
+        layout = tuple(zip(map(str, syms), sizes))
+
+        def reset(ts: dict) -> np.ndarray:
+            key = self._key(ts, syms)
+            obs = self._fresh(key, math.prod(sizes) * per, layout).reset(
+                point_seed(self.seed, key))
+            lead = (*sizes, per) if self.num_envs is not None else sizes
+            return obs.reshape((*lead, *obs.shape[1:]))
+
+        return reset
+
+    def step_vectorized(self, dims: Sequence[tuple[Symbol, int]]) -> Callable[[Any, dict], Any]:
+        """step over a block: one vector-env call for every point of the block."""
+        syms, sizes = self._vec_dims(dims, "step"), tuple(int(s) for _, s in dims)
+        per = self.num_envs or 1
+        layout = tuple(zip(map(str, syms), sizes))
+
+        def step(actions: Any, ts: dict) -> np.ndarray:
+            s = self.slot(self._key(ts, syms), layout)
+            packed = self._pack(*s.step(self._actions(actions, s.n)))
+            lead = (*sizes, per) if self.num_envs is not None else sizes
+            return packed.reshape((*lead, packed.shape[-1]))
+
+        return step
+
+
+def _layout_word(layout: Any) -> str:
+    return "point by point" if not layout else "vectorised over " + ", ".join(
+        f"{n} ({s})" for n, s in layout)
