@@ -1,0 +1,1 @@
+"""RL networks: `model_builder.ModelBuilder` builds `network.Network`s."""
