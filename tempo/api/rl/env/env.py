@@ -24,7 +24,7 @@ from tempo.api.rl.env.env_runner import Runner
 from tempo.api.rl.env.wrappers import TempoEnvWrapper
 from tempo.api.tempo_context_manager import get_active_ctx_manager
 from tempo.api.tensor_base import record1
-from tempo.core import ops
+from tempo.core import naming, ops
 from tempo.core.domain import Domain, DomainLike
 from tempo.core.dtype import DataType, dtypes
 from tempo.core.errors import DomainError, DTypeError, ShapeError, TempoError, user_site
@@ -153,9 +153,9 @@ class Env:
             raise TempoError(f"{self.name}: call env.reset(domain=...) before env.step",
                              site=user_site())
         raise DomainError(
-            f"{self.name}.step over {dom} continues no reset: reset ran over "
-            f"{[str(Domain.from_(r.vars)) for r in self._runners]}; step over a domain "
-            "containing the reset's", site=user_site())
+            f"{self.name}.step over {naming.domain_word(dom)} continues no reset: reset ran "
+            f"over {[naming.domain_word(Domain.from_(r.vars)) for r in self._runners]}; step "
+            "over a domain containing the reset's (pass domain=...)", site=user_site())
 
     def _checked_actions(self, a: RecurrentTensor) -> RecurrentTensor:
         want = tuple(self.action_shape)

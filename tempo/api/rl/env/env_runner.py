@@ -90,12 +90,14 @@ class Runner:
         self.pack_dtype = pack_dtype
         self.slots: OrderedDict[tuple[int, ...], Slot] = OrderedDict()
         self.spare: dict[tuple[Any, int], list[Slot]] = {}
+        self.layouts: set[Any] = set()  # how resets ran: () per point, else vectorised dims
 
     # ---------------------------------------------------------------- slots
     def _key(self, ts: dict, skip: Sequence[Symbol] = ()) -> tuple[int, ...]:
         return tuple(int(ts[v]) for v in self.vars if v not in skip)
 
     def _fresh(self, key: tuple[int, ...], n: int, layout: Any) -> Slot:
+        self.layouts.add(layout)
         old = self.slots.pop(key, None)
         if old is not None and old.n == n and old.layout == layout:
             self.slots[key] = old
@@ -111,6 +113,10 @@ class Runner:
 
     def slot(self, key: tuple[int, ...], layout: Any) -> Slot:
         s = self.slots.get(key)
+        if s is None and self.layouts and layout not in self.layouts:
+            raise UnsupportedError(
+                f"{self.name}: reset ran {_layout_word(next(iter(self.layouts)))} but step ran "
+                f"{_layout_word(layout)}; vectorise both over the same dims or neither")
         if s is None:
             raise TempoError(
                 f"{self.name}.step at reset point {dict(zip(map(str, self.vars), key))} has no "

@@ -1,0 +1,1 @@
+"""Runnable Tempo programs (`python -m examples.rl.ppo --help`)."""

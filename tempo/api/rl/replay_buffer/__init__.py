@@ -1,0 +1,1 @@
+"""Replay buffers as program ops: `replay_buffer.ReplayBuffer`."""
