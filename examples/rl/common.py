@@ -28,7 +28,7 @@ def base_parser(description: str, env: str, iterations: int, ep_len: int,
     p.add_argument("--symbolic-batch", action="store_true",
                    help="put the envs on a symbolic dim b instead (one env per point of b)")
     p.add_argument("--hidden", type=int, nargs="+", default=[64, 64])
-    p.add_argument("--lr", type=float, default=1e-3)
+    p.add_argument("--lr", type=float, default=5e-3)
     p.add_argument("--gamma", type=float, default=0.99)
     p.add_argument("--backend", default="torch", choices=["torch", "jax", "numpy"])
     p.add_argument("--seed", type=int, default=0)
@@ -101,6 +101,26 @@ class TrainLog:
         fig.savefig(png_path, dpi=100)
         plt.close(fig)
         return csv_path, png_path
+
+
+@dataclass
+class Program:
+    """A recorded example: its context, compile bounds and the log its sinks fill."""
+
+    ctx: Any
+    bounds: dict[Any, int]
+    log: TrainLog
+
+
+def run(prog: Program) -> TrainLog:
+    """Compile and execute, with the progress bar open during execution."""
+    exe = prog.ctx.compile(prog.bounds)
+    prog.log.start()
+    try:
+        exe.execute()
+    finally:
+        prog.log.close()
+    return prog.log
 
 
 def summary(log: TrainLog, key: str = "mean_return", window: int = 10) -> str:

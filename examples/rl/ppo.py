@@ -12,33 +12,37 @@ masked out of the loss (and its value counts as 0 in GAE)."""
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from examples.rl.common import TrainLog, base_parser, env_slug, exec_config, summary
+from examples.rl.common import (
+    Program,
+    TrainLog,
+    base_parser,
+    env_slug,
+    exec_config,
+    run,
+    summary,
+)
 from tempo.api import RecurrentTensor as RT
 from tempo.api import TempoContext, rl
 from tempo.api.optim.optim import Adam
 from tempo.api.rl.env.env import Env
 from tempo.api.rl.networks.model_builder import ModelBuilder
+from tempo.api.rl.networks.network import Network
 from tempo.core.dtype import dtypes
 
 
-@dataclass
-class Program:
-    ctx: TempoContext
-    bounds: dict[Any, int]
-    log: TrainLog
-
-
 def parser() -> argparse.ArgumentParser:
-    p = base_parser(__doc__.splitlines()[0], "gym.CartPole-v1", 150, 200, 16)
+    p = base_parser(__doc__.splitlines()[0], "gym.CartPole-v1", 60, 200, 16)
     p.add_argument("--lam", type=float, default=0.95, help="GAE lambda")
     p.add_argument("--clip", type=float, default=0.2)
     p.add_argument("--vf-coef", type=float, default=0.5)
     p.add_argument("--ent-coef", type=float, default=0.01)
+    p.add_argument("--shared", action="store_true",
+                   help="one trunk for actor and critic (ModelBuilder.from_env(actor_critic=True))"
+                   "; default: separate actor and critic networks, as CleanRL")
     p.add_argument("--env-kwargs", default="", help="k=v,k=v (ints/floats parsed), e.g. "
                    "observation_shape=3x4x4 for trivial.trivial")
     return p
@@ -84,12 +88,16 @@ def build(a: argparse.Namespace) -> Program:
     with ctx:
         env = Env.make_env(a.env, num_envs=None if sym else a.num_envs,
                            max_episode_steps=kw.pop("max_episode_steps", None), **kw)
-        net = ModelBuilder.from_env(hidden=a.hidden, domain=(i,), env=env, actor_critic=True)
-        opt = Adam(net.parameters, net.buffers, a.lr)
+        net, critic = actor_critic(a, env, i)
+        params = net.parameters + (critic.parameters if critic is not None else [])
+        opt = Adam(params, [], a.lr)
         o = RT.placeholder(env.observation_shape, env.observation_dtype, domain=dom)
         o[dom[:-1] + (0,)] = env.reset(domain=dom[:-1])
-        action, value = net(o.unsqueeze() if sym else o)
-        assert value is not None  # actor_critic=True
+        batch = o.unsqueeze() if sym else o
+        action, value = net(batch)
+        if critic is not None:
+            value, _ = critic(batch)
+        assert value is not None  # an actor-critic
         if sym:
             value = value.squeeze(0)
         o[dom[:-1] + (t + 1,)], r, term, trunc = env.step(action)
@@ -131,20 +139,28 @@ def build(a: argparse.Namespace) -> Program:
     return Program(ctx, bounds, log)
 
 
-def run(a: argparse.Namespace) -> TrainLog:
-    prog = build(a)
-    exe = prog.ctx.compile(prog.bounds)
-    prog.log.start()
-    try:
-        exe.execute()
-    finally:
-        prog.log.close()
-    return prog.log
+def actor_critic(a: argparse.Namespace, env: Env, i: Any) -> tuple[Network, Network | None]:
+    """The policy (with its own value head if `--shared`) and a separate critic or None."""
+    if a.shared:
+        return ModelBuilder.from_env(hidden=a.hidden, domain=(i,), env=env,
+                                     actor_critic=True), None
+
+    def trunk() -> ModelBuilder:
+        b = ModelBuilder(domain=(i,)).with_ff_encoder(env.single_observation_shape,
+                                                      a.hidden[0])
+        return b.with_ff_hidden(a.hidden[1:])
+
+    pi = trunk()
+    if env.is_discrete:
+        pi = pi.with_discrete_pi_decoder(int(env.action_space.n))  # type: ignore[attr-defined]
+    else:
+        pi = pi.with_continuous_pi_decoder(env.single_action_shape)
+    return pi.with_no_second_decoder().build(), trunk().with_vfun_decoder_only().build()
 
 
 def main(argv: list[str] | None = None) -> None:
     a = parser().parse_args(argv)
-    log = run(a)
+    log = run(build(a))
     csv_path, png_path = log.write(a.out, f"ppo_{env_slug(a.env)}")
     print(summary(log))
     print(f"wrote {csv_path} and {png_path}")

@@ -8,8 +8,7 @@ import numpy as np
 import pytest
 
 from tempo.api import RecurrentTensor as RT
-from tempo.api import TempoContext
-from tempo.api import rl
+from tempo.api import TempoContext, rl
 from tempo.core.configs import ExecutionConfig
 from tempo.core.dtype import dtypes
 

@@ -103,27 +103,33 @@ class Network(Module):
                       update_freq: int = 1) -> None:
         """Define `target`'s parameters as a moving average of this network's:
         `target[u] = tau·self[u] + (1−tau)·target[u−1]` every `update_freq` steps of `u`
-        (held in between); equal to this network's at `u == 0`."""
+        (held in between), `self[0]` at `u == 0`. Over a domain like (i, t) with u = i,
+        `self` is read at the start of the step, (i, 0)."""
         u = self._update_var(update_var)
         mine, theirs = self.parameters + self.buffers, target.parameters + target.buffers
         if len(mine) != len(theirs) or any(tuple(a.shape) != tuple(b.shape)
                                            for a, b in zip(mine, theirs)):
             raise TempoError("polyak_update needs a target with the same architecture",
                              site=user_site())
-        if int(update_freq) < 1 or not 0.0 <= float(tau) <= 1.0:
+        freq, tau = int(update_freq), float(tau)
+        if freq < 1 or not 0.0 <= tau <= 1.0:
             raise TempoError(f"polyak_update: need update_freq >= 1 and tau in [0, 1], got "
                              f"{update_freq}, {tau}", site=user_site())
         for p, tp in zip(mine, theirs):
-            prev = tuple(u - 1 if v.struct_eq(u) else v for v in tp.unindexed_domain.variables)
-            tp.clear_placeholder_branches()
+            vars_ = tuple(tp.unindexed_domain.variables)
+            if u not in vars_:
+                raise TempoError(f"polyak_update: {u} is not in the target's domain",
+                                 site=user_site())
+            after = vars_[vars_.index(u) + 1:]
+            prev = tuple(u - 1 if v.struct_eq(u) else v for v in vars_)
             src = p.detach()
+            if after:
+                src = src[tuple(0 if v in after else v for v in vars_)]
+            tp.clear_placeholder_branches()
             tp[u.symb_eq(0)] = src
-            cond = ie.ConstBool(True) if int(update_freq) == 1 else (u % int(update_freq)).symb_eq(0)
-            if float(tau) == 1.0:
-                tp[cond] = src
-            else:
-                tp[cond] = src * float(tau) + tp[prev] * (1.0 - float(tau))
-            if int(update_freq) > 1:
+            on = (u % freq).symb_eq(0)
+            tp[on] = src if tau == 1.0 else src * tau + tp[prev] * (1.0 - tau)
+            if freq > 1:
                 tp[True] = tp[prev]
 
     def copy_every(self, num_steps: int = 1, var: ie.Symbol | None = None) -> Network:

@@ -8,7 +8,6 @@ the program, so every item of one sample comes from the same stored tuple."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
