@@ -48,6 +48,17 @@ PATHS: list[tuple[str, str]] = [
     *[("tempo.api.optim.optim", n) for n in ("Optimizer", "SGD", "Adam", "AdamW", "LAMB")],
     *[("tempo.api.distributions", n) for n in ("Categorical", "Normal", "Uniform")],
     ("tempo.api.rl.env.trivial_env", "TrivialEnv"),
+    *[("tempo.api.rl", n) for n in (
+        "gae", "n_step_returns", "bootstrapped_n_step_returns", "n_step_td_residual",
+        "ObservationsRecurrentTensor", "ActionsRecurrentTensor", "ValueRecurrentTensor",
+        "RewardsRecurrentTensor", "TerminationsRecurrentTensor", "TruncationsRecurrentTensor")],
+    ("tempo.api.rl.env.env", "Env"),
+    ("tempo.api.rl.env.env_registry.env_registry", "EnvRegistry"),
+    ("tempo.api.rl.env.wrappers", "DoneToTermTruncAPIConverterWrapper"),
+    ("tempo.api.rl.env.wrappers", "TempoEnvWrapper"),
+    ("tempo.api.rl.networks.model_builder", "ModelBuilder"),
+    ("tempo.api.rl.networks.model_builder", "DNNBuilder"),
+    ("tempo.api.rl.replay_buffer.replay_buffer", "ReplayBuffer"),
     ("tempo.api.data", "DataLoader"),
     ("tempo.utils.torch_profiler", "TorchProfiler"), ("tempo.utils.jax_profiler", "JaxProfiler"),
     ("tempo.utils.cprofiler", "Profiler"),
@@ -60,14 +71,6 @@ PATHS: list[tuple[str, str]] = [
 ]
 
 ISSUE_PATHS: list[tuple[str, str, str]] = [
-    *[("tempo.api.rl", n, "11") for n in (
-        "gae", "n_step_returns", "bootstrapped_n_step_returns", "n_step_td_residual")],
-    ("tempo.api.rl.env.env", "Env", "11"),
-    ("tempo.api.rl.env.env_registry.env_registry", "EnvRegistry", "11"),
-    ("tempo.api.rl.env.wrappers", "DoneToTermTruncAPIConverterWrapper", "11"),
-    ("tempo.api.rl.networks.model_builder", "ModelBuilder", "11"),
-    ("tempo.api.rl.networks.model_builder", "DNNBuilder", "11"),
-    ("tempo.api.rl.replay_buffer.replay_buffer", "ReplayBuffer", "11"),
 ]
 
 # ---------------------------------------------------------------- signatures
@@ -297,6 +300,39 @@ SIGNATURES += [
     ("tempo.api.llm.tokenizer.tokenizer:RuntimeTokenizer.encode", "self, s, bos=False, eos=False"),
     ("tempo.api.llm.tokenizer.tokenizer:RuntimeTokenizer.left_pad_token_batch",
      "self, token_lists, max_prompt_len"),
+    # §6.4 rl
+    ("tempo.api.rl:n_step_returns", "r, t, T=None, n=5, gamma=0.98"),
+    ("tempo.api.rl:bootstrapped_n_step_returns", "r, v, t, T=None, n=5, gamma=0.98"),
+    ("tempo.api.rl:n_step_td_residual", "r, v, t, T=None, n=5, gamma=0.98"),
+    ("tempo.api.rl:gae", "r, v, t, T=None, gamma=0.98, lambda_=0.95"),
+    ("tempo.api.rl.env.env:Env.make_env",
+     "name, num_envs=None, max_episode_steps=None, wrappers=None, **kwargs"),
+    ("tempo.api.rl.env.env:Env.reset", "self, seed=None, domain=None"),
+    ("tempo.api.rl.env.env:Env.step", "self, actions, domain=None"),
+    ("tempo.api.rl.env.env_registry.env_registry:EnvRegistry.register_env_set",
+     "name, builder"),
+    ("tempo.api.rl.networks.model_builder:ModelBuilder",
+     "domain=None, independent_domain=None, w_init_fun=None"),
+    ("tempo.api.rl.networks.model_builder:ModelBuilder.with_ff_encoder",
+     "self, obs_shape, encoded_latent_size, bias=True, activation_fun=None"),
+    ("tempo.api.rl.networks.model_builder:ModelBuilder.with_cnn_encoder", "self, convs"),
+    ("tempo.api.rl.networks.model_builder:ModelBuilder.with_ff_hidden",
+     "self, hidden_sizes, bias=True, activation_fun=None"),
+    ("tempo.api.rl.networks.model_builder:ModelBuilder.with_discrete_pi_decoder",
+     "self, num_actions"),
+    ("tempo.api.rl.networks.model_builder:ModelBuilder.with_continuous_pi_decoder",
+     "self, action_shape, bias=False, squish=False"),
+    ("tempo.api.rl.networks.model_builder:ModelBuilder.with_qfun_decoder", "self, num_outputs"),
+    ("tempo.api.rl.networks.model_builder:ModelBuilder.from_env",
+     "hidden, domain, env, actor_critic=False"),
+    ("tempo.api.rl.networks.network:Network.polyak_update",
+     "self, target, tau, update_var=None, update_freq=1"),
+    ("tempo.api.rl.networks.network:Network.copy_every", "self, num_steps=1, var=None"),
+    ("tempo.api.rl.replay_buffer.replay_buffer:ReplayBuffer.make",
+     "max_size, item_shapes, item_dtypes, storage_type='deque', **kwargs"),
+    ("tempo.api.rl.replay_buffer.replay_buffer:ReplayBuffer.insert", "self, data, domain=None"),
+    ("tempo.api.rl.replay_buffer.replay_buffer:ReplayBuffer.sample", "self, domain, token=None"),
+    ("tempo.api.tempo_context_manager:TempoContext.tag_region", "self, tag"),
 ]
 
 # Documented with "..." in API.md: only the named parameters and their defaults.

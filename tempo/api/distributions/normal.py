@@ -7,6 +7,8 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from tempo.api.distributions.distribution import Distribution, rt, sampling_domain
 from tempo.core.domain import DomainLike
 
@@ -27,11 +29,8 @@ class Normal(Distribution):
     def rsample(self, shape: Sequence[int] | None = None) -> RecurrentTensor:
         """mu + sigma·eps with eps ~ N(0, 1) fresh per point; differentiable in mu, sigma."""
         mu, sigma = self.mu, self.sigma
-        batch = (
-            tuple(mu.shape)
-            if tuple(mu.shape) == tuple(sigma.shape)
-            else tuple(max(a, b) for a, b in zip(mu.shape, sigma.shape))
-        )
+        # right-aligned broadcast, as torch: mu (N, A) with a state-independent sigma (A,)
+        batch = tuple(np.broadcast_shapes(tuple(mu.shape), tuple(sigma.shape)))
         eps = rt().normal(shape=(*tuple(shape or ()), *batch), domain=self.domain)
         return mu + sigma * eps
 

@@ -29,7 +29,7 @@ MAX_LIVE_SLOTS = 4096  # episodes alive at once; older slots are recycled beyond
 def to_numpy(x: Any) -> np.ndarray:
     """A backend tensor (torch, jax, numpy) as a host numpy array."""
     if hasattr(x, "detach"):
-        return x.detach().cpu().numpy()  # type: ignore[no-any-return]
+        return x.detach().cpu().numpy()
     return np.asarray(x)
 
 

@@ -30,7 +30,7 @@ class DoneToTermTruncAPIConverterWrapper(TempoEnvWrapper):
     def step(self, action: Any) -> tuple[Any, Any, bool, bool, dict[str, Any]]:
         out = self.env.step(action)
         if len(out) == 5:
-            return out  # type: ignore[return-value]  # already the new API
+            return out  # already the new API
         obs, reward, done, info = out
         trunc = bool(info.get("TimeLimit.truncated", False)) if isinstance(info, dict) else False
         return obs, reward, bool(done) and not trunc, trunc, info
@@ -63,4 +63,4 @@ class ClipActionWrapper(TempoEnvWrapper):
         space = self.env.action_space
         if isinstance(space, gym.spaces.Box):
             action = np.clip(action, space.low, space.high)
-        return self.env.step(action)  # type: ignore[no-any-return]
+        return self.env.step(action)

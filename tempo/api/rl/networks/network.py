@@ -80,15 +80,15 @@ class Network(Module):
         return self._log_prob(self._need("dist", "log_prob"), RecurrentTensor.lift(actions))
 
     def _log_prob(self, dist: Any, a: RecurrentTensor) -> RecurrentTensor:
-        return dist.log_prob(a)  # type: ignore[no-any-return]
+        return dist.log_prob(a)
 
     def entropy(self) -> RecurrentTensor:
         """Entropy of the last forward's policy, (N,)."""
-        return self._need("dist", "entropy").entropy()  # type: ignore[no-any-return]
+        return self._need("dist", "entropy").entropy()
 
     def qvalues(self) -> RecurrentTensor:
         """The last forward's q-values, (N, num_actions)."""
-        return self._need("q", "qvalues")  # type: ignore[no-any-return]
+        return self._need("q", "qvalues")
 
     # ---------------------------------------------------------------- target networks
     def _update_var(self, var: ie.Symbol | None) -> ie.Symbol:

@@ -34,7 +34,6 @@ class ReplayBuffer:
     item_dtypes: list[DataType]
     storage: ReplayStorage
     seed: int = 0
-    _staged: list[dict[tuple, np.ndarray]] = field(default_factory=list, repr=False)
     _rng: np.random.Generator | None = field(default=None, repr=False)
 
     @staticmethod
@@ -50,8 +49,7 @@ class ReplayBuffer:
         seed = int(kwargs.pop("seed", get_active_ctx_manager().execution_config.seed))
         storage = ReplayBufferRegistry.get(storage_type)(
             int(max_size), shapes, [np.dtype(dtypes.to_np(d)) for d in dts], **kwargs)
-        return ReplayBuffer(int(max_size), shapes, dts, storage, seed,
-                            [{} for _ in shapes])
+        return ReplayBuffer(int(max_size), shapes, dts, storage, seed)
 
     # ---------------------------------------------------------------- insert
     def insert(self, data: tuple[Any, ...] | list[Any], domain: DomainLike = None
@@ -61,37 +59,43 @@ class ReplayBuffer:
         if len(items) != len(self.item_shapes):
             raise TempoError(f"insert got {len(items)} items, the buffer holds "
                              f"{len(self.item_shapes)} per tuple", site=user_site())
-        for k, (x, s, d) in enumerate(zip(items, self.item_shapes, self.item_dtypes)):
-            if tuple(x.shape) != s:
+        for k, (x, shp, d) in enumerate(zip(items, self.item_shapes, self.item_dtypes)):
+            if tuple(x.shape) != shp:
                 raise ShapeError(f"replay item {k} has shape {tuple(x.shape)}, the buffer "
-                                 f"declared {s}", site=user_site())
+                                 f"declared {shp}", site=user_site())
             if x.dtype != d:
                 raise DTypeError(f"replay item {k} has dtype {x.dtype}, the buffer declared "
                                  f"{d}", site=user_site())
         dom = Domain.from_(domain, none_is_empty=True)
-        staged = [record1(ops.MapUDFOp, [x], domain=dom, fn=self._stager(k), shape=Shape.from_(()),
-                          dtype=dtypes.bool_, with_ts=True) for k, x in enumerate(items)]
+        box: list[dict[tuple, np.ndarray]] = [{} for _ in items]  # this insert's staging
+        staged = [record1(ops.MapUDFOp, [x], domain=dom, fn=self._stager(box[k]),
+                          shape=Shape.from_(()), dtype=dtypes.bool_, with_ts=True)
+                  for k, x in enumerate(items)]
         all_staged = staged[0]
-        for s in staged[1:]:
-            all_staged = all_staged & s
-        return record1(ops.MapUDFOp, [all_staged], domain=dom, fn=self._commit,
+        for st in staged[1:]:
+            all_staged = all_staged & st
+        return record1(ops.MapUDFOp, [all_staged], domain=dom, fn=self._committer(box),
                        shape=Shape.from_(()), dtype=dtypes.bool_, with_ts=True)
 
     @staticmethod
     def _key(ts: dict) -> tuple:
         return tuple(sorted((str(k), int(v)) for k, v in ts.items()))
 
-    def _stager(self, k: int) -> Any:
-        def stage(x: Any, ts: dict) -> np.ndarray:
-            self._staged[k][self._key(ts)] = np.array(to_numpy(x))
+    def _stager(self, box: dict[tuple, np.ndarray]) -> Any:
+        """Holds one item of a point until every item of that point is there."""
+        def stage(x: Any, ts: dict) -> np.bool_:
+            box[self._key(ts)] = np.array(to_numpy(x))
             return np.bool_(True)
 
         return stage
 
-    def _commit(self, _: Any, ts: dict) -> np.ndarray:
-        key = self._key(ts)
-        self.storage.insert([s.pop(key) for s in self._staged])
-        return np.bool_(True)
+    def _committer(self, box: list[dict[tuple, np.ndarray]]) -> Any:
+        def commit(_: Any, ts: dict) -> np.bool_:
+            key = self._key(ts)
+            self.storage.insert([s.pop(key) for s in box])
+            return np.bool_(True)
+
+        return commit
 
     # ---------------------------------------------------------------- sample
     def sample(self, domain: DomainLike, token: Any = None,

@@ -1,0 +1,90 @@
+"""The RL example programs (examples/rl) run end to end at small sizes (seconds), write
+their CSV and PNG, and the slow tests show them learn on CartPole with a fixed seed:
+PPO reaches a mean return >= 195; REINFORCE (MC and TD(n)) and DQN clearly improve."""
+
+from __future__ import annotations
+
+import csv
+import os
+
+import numpy as np
+import pytest
+
+from examples.rl import dqn, ppo, reinforce
+from examples.rl.common import run
+
+
+def _ok_log(log, iterations: int) -> np.ndarray:  # type: ignore[no-untyped-def]
+    assert [int(r["iteration"]) for r in log.rows] == list(range(iterations))
+    ret = log.column("mean_return")
+    assert np.isfinite(ret).all() and np.isfinite(log.column("loss")).all()
+    return ret
+
+
+def test_ppo_cartpole_small_writes_csv_and_png(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    a = ppo.parser().parse_args(["--iterations", "3", "--ep-len", "20", "--num-envs", "4",
+                                 "--quiet", "--out", str(tmp_path)])
+    log = run(ppo.build(a))
+    ret = _ok_log(log, 3)
+    assert ((ret >= 8) & (ret <= 20)).all()  # CartPole: 1 per step alive, episodes >= 8 steps
+    np.testing.assert_array_equal(ret, log.column("mean_ep_len"))
+    csv_path, png_path = log.write(str(tmp_path), "ppo")
+    with open(csv_path) as f:
+        assert len(list(csv.DictReader(f))) == 3
+    assert os.path.getsize(png_path) > 1000
+
+
+@pytest.mark.parametrize("shared", [False, True])
+def test_ppo_symbolic_batch_on_the_trivial_env(shared: bool) -> None:
+    args = ["--env", "trivial.trivial", "--symbolic-batch", "--iterations", "2", "--ep-len",
+            "6", "--num-envs", "2", "--hidden", "8", "8", "--quiet"]
+    log = run(ppo.build(ppo.parser().parse_args(args + (["--shared"] if shared else []))))
+    ret = _ok_log(log, 2)
+    assert ((ret <= 0) & (ret >= -6)).all()  # reward -|s| per step
+
+
+def test_ppo_continuous_pendulum() -> None:
+    a = ppo.parser().parse_args(["--env", "gym.Pendulum-v1", "--iterations", "2", "--ep-len",
+                                 "8", "--num-envs", "2", "--hidden", "16", "--quiet"])
+    ret = _ok_log(run(ppo.build(a)), 2)
+    assert (ret < 0).all() and (ret > -8 * 16.3).all()  # Pendulum's reward is in [-16.3, 0]
+
+
+@pytest.mark.parametrize("objective", ["mc", "td"])
+def test_reinforce_small(objective: str) -> None:
+    a = reinforce.parser().parse_args(["--objective", objective, "--n", "3", "--iterations", "2",
+                                       "--ep-len", "12", "--num-envs", "3", "--quiet"])
+    ret = _ok_log(run(reinforce.build(a)), 2)
+    assert ((ret >= 8) & (ret <= 12)).all()
+
+
+@pytest.mark.slow
+def test_ppo_cartpole_reaches_195() -> None:
+    a = ppo.parser().parse_args(["--iterations", "35", "--ep-len", "200", "--num-envs", "16",
+                                 "--lr", "5e-3", "--seed", "0", "--quiet"])
+    ret = _ok_log(run(ppo.build(a)), 35)
+    assert ret[-5:].mean() >= 195, ret
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("objective", ["mc", "td"])
+def test_reinforce_cartpole_improves(objective: str) -> None:
+    a = reinforce.parser().parse_args(["--objective", objective, "--iterations", "25",
+                                       "--ep-len", "100", "--num-envs", "16", "--quiet"])
+    ret = _ok_log(run(reinforce.build(a)), 25)
+    assert ret[-5:].mean() > 1.8 * ret[:5].mean(), ret
+
+
+def test_dqn_small() -> None:
+    a = dqn.parser().parse_args(["--iterations", "3", "--ep-len", "10", "--num-envs", "2",
+                                 "--batch-size", "8", "--quiet"])
+    ret = _ok_log(run(dqn.build(a)), 3)
+    assert ((ret >= 8) & (ret <= 10)).all()
+
+
+@pytest.mark.slow
+def test_dqn_cartpole_improves() -> None:
+    a = dqn.parser().parse_args(["--iterations", "100", "--ep-len", "50", "--num-envs", "4",
+                                 "--quiet"])
+    ret = _ok_log(run(dqn.build(a)), 100)
+    assert ret[-10:].mean() > 1.5 * ret[:10].mean(), ret
