@@ -61,8 +61,8 @@ def _batch_udf_source(op: ops.UDFSourceOp, batched: list[bool], shapes: list[Any
                       d: str) -> Batching | None:
     """Only with the user's vectorised version (`lazy_vectorized_version`), asked for the
     dimension and its size; without one (or when it returns None for this dimension)
-    the source keeps its loop. A source is batched over one dimension at most. (Map and
-    sink UDFs have no batching rule: they keep their loops.)"""
+    the source keeps its loop. A source is batched over one dimension at most. (Sink
+    UDFs have no batching rule: they keep their loops.)"""
     if op.lazy_vectorized_version is None or not op.with_ts:
         return None
     dim = next(v for v in op.domain.variables if v.name == d)
@@ -72,9 +72,23 @@ def _batch_udf_source(op: ops.UDFSourceOp, batched: list[bool], shapes: list[Any
     return same(replace(op, fn=fn, shape=op.shape.prepend_dim(D),
                         lazy_vectorized_version=None), 0)
 
+def _batch_map_udf(op: ops.MapUDFOp, batched: list[bool], shapes: list[Any], D: int,
+                   d: str) -> Batching | None:
+    """As a source's rule, for a map with a vectorised version (an env step over a batch
+    dim): the input is taken (or broadcast to) `(D, ...)`, the result is `(D, ...)`."""
+    if op.lazy_vectorized_version is None or not op.with_ts:
+        return None
+    dim = next(v for v in op.domain.variables if v.name == d)
+    fn = op.lazy_vectorized_version(dim, D)
+    if fn is None:
+        return None
+    return Batching(replace(op, fn=fn, shape=op.shape.prepend_dim(D),
+                            lazy_vectorized_version=None), (None,), expand=True)
+
+
 primitive(ops.UDFSourceOp, grad=NOT_DIFFERENTIABLE, batching=_batch_udf_source, cost=copies,
           torch=_torch_udf, jax=_jax_udf, numpy=_np_udf)
-primitive(ops.MapUDFOp, grad=NOT_DIFFERENTIABLE, batching=NO_BATCHING, cost=copies,
+primitive(ops.MapUDFOp, grad=NOT_DIFFERENTIABLE, batching=_batch_map_udf, cost=copies,
           torch=_torch_udf, jax=_jax_udf, numpy=_np_udf)
 primitive(ops.SinkUDFOp, grad=NOT_DIFFERENTIABLE, batching=NO_BATCHING, cost=copies,
           torch=sink_kernel, jax=sink_kernel, numpy=sink_kernel)

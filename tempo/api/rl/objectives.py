@@ -84,7 +84,8 @@ def _bootstrap(v: RecurrentTensor, t: ie.Symbol, T: Any, n: int,
     inside = t + n < true_T  # min(t+n, T) < true_T: the value at j exists
     if not _same(T, true_T):
         inside = inside | (ie.lift_to_int_ie(T) < true_T)
-    boot[inside] = v[_time_index(v, t, j, "the values")] * _pow(gamma, j - t)
+    at = ie.min(j, true_T - 1)  # = j where `inside` holds; clamped so every read exists
+    boot[inside] = v[_time_index(v, t, at, "the values")] * _pow(gamma, j - t)
     boot[True] = RecurrentTensor.zeros(v.shape, v.dtype)
     return boot
 

@@ -99,7 +99,7 @@ def test_vectorised_udfs_step_a_block_in_one_vector_env_call() -> None:
         env = Env.make_env("gym.CartPole-v1")
         env.reset(domain=(b, i))
     runner = env._runners[-1]
-    reset, step = runner.reset_vectorized([(b, B)]), runner.step_vectorized([(b, B)])
+    reset, step = runner.reset_vectorized(b, B), runner.step_vectorized(b, B)
     acts = np.random.default_rng(2).integers(0, 2, (B, T))
     obs0 = reset({i: 0})
     ref_obs, ref_rew, ref_term = _reference(acts, point_seed(7, (0,)))
@@ -121,8 +121,9 @@ def test_vectorised_udfs_step_a_block_in_one_vector_env_call() -> None:
     assert calls == T
     with pytest.raises(TempoError, match="point by point|vectorised"):
         runner.step_point(np.int64(0), {b: 0, i: 0})
+    assert runner.step_vectorized(t_sym, 2) is None  # episodes step along t: no batching
     with pytest.raises(TempoError, match="sequentially"):
-        runner.step_vectorized([(t_sym, 2)])
+        runner.step_block([(t_sym, 2)])
 
 
 def test_trivial_env_broadcasts_its_state_and_rewards_minus_abs() -> None:

@@ -116,6 +116,7 @@ class Env:
                         ctx.execution_config.seed if seed is None else seed,
                         math.prod(self.single_observation_shape), np.dtype(pack),
                         self.single_action_shape)
+        runner.obs_shape = self.single_observation_shape
         self._runners.append(runner)
         return RecurrentTensor.source_with_ts_udf(
             runner.reset_point, tuple(self.observation_shape), obs_dt, domain=dom,

@@ -82,6 +82,7 @@ class Runner:
                  obs_size: int, pack_dtype: np.dtype, act_shape: tuple[int, ...]) -> None:
         self.name = name
         self.act_shape = act_shape  # one sub-env's action shape
+        self.obs_shape: tuple[int, ...] = ()  # one sub-env's observation shape (Env sets it)
         self.make = make
         self.vars = tuple(reset_vars)
         self.num_envs = num_envs
@@ -91,6 +92,7 @@ class Runner:
         self.slots: OrderedDict[tuple[int, ...], Slot] = OrderedDict()
         self.spare: dict[tuple[Any, int], list[Slot]] = {}
         self.layouts: set[Any] = set()  # how resets ran: () per point, else vectorised dims
+        self.step_layouts: set[Any] = set()  # steps the compiler vectorised (compile time)
 
     # ---------------------------------------------------------------- slots
     def _key(self, ts: dict, skip: Sequence[Symbol] = ()) -> tuple[int, ...]:
@@ -139,6 +141,9 @@ class Runner:
         packed = self._pack(*s.step(self._actions(actions, s.n)))
         return packed if self.num_envs is not None else packed[0]
 
+    def _obs_point_shape(self) -> tuple[int, ...]:
+        return self.obs_shape if self.num_envs is None else (self.num_envs, *self.obs_shape)
+
     def _actions(self, actions: Any, n: int) -> np.ndarray:
         """(n, *action_shape); Env.step checked the size (a leading 1 per point is allowed)."""
         return to_numpy(actions).reshape((n, *self.act_shape))
@@ -164,13 +169,26 @@ class Runner:
                 f"sequentially there (only the reset dims {[str(v) for v in self.vars]} batch)")
         return syms
 
-    def reset_vectorized(self, dims: Sequence[tuple[Symbol, int]]) -> Callable[[dict], Any]:
+    def reset_vectorized(self, dim: Symbol, size: int) -> Callable[[dict], Any] | None:
+        """`lazy_vectorized_version(dim, size)` of reset: all `size` points along `dim` at
+        once, obs (size, [num_envs], *obs) from one vector env; None (keep the loop) for a
+        dim the episodes step along."""
+        return self.reset_block([(dim, size)]) if dim in self.vars else None
+
+    def step_vectorized(self, dim: Symbol, size: int) -> Callable[[Any, dict], Any] | None:
+        """`lazy_vectorized_version(dim, size)` of step: one vector-env call per block."""
+        return self.step_block([(dim, size)]) if dim in self.vars else None
+
+    def reset_block(self, dims: Sequence[tuple[Symbol, int]]) -> Callable[[dict], Any]:
         """reset over a block: obs of shape (*sizes, [num_envs], *obs) from one vector env."""
         syms, sizes = self._vec_dims(dims, "reset"), tuple(int(s) for _, s in dims)
         per = self.num_envs or 1
         layout = tuple(zip(map(str, syms), sizes))
 
         def reset(ts: dict) -> np.ndarray:
+            if layout not in self.step_layouts:  # step keeps its loop: one env per point
+                return np.stack([self.reset_point(p) for p in _points(ts, syms, sizes)]
+                                ).reshape((*sizes, *self._obs_point_shape()))
             key = self._key(ts, syms)
             obs = self._fresh(key, math.prod(sizes) * per, layout).reset(
                 point_seed(self.seed, key))
@@ -179,19 +197,35 @@ class Runner:
 
         return reset
 
-    def step_vectorized(self, dims: Sequence[tuple[Symbol, int]]) -> Callable[[Any, dict], Any]:
+    def step_block(self, dims: Sequence[tuple[Symbol, int]]) -> Callable[[Any, dict], Any]:
         """step over a block: one vector-env call for every point of the block."""
         syms, sizes = self._vec_dims(dims, "step"), tuple(int(s) for _, s in dims)
         per = self.num_envs or 1
         layout = tuple(zip(map(str, syms), sizes))
+        self.step_layouts.add(layout)
 
         def step(actions: Any, ts: dict) -> np.ndarray:
+            if layout not in self.layouts:  # reset kept its loop: step each point's env
+                a = to_numpy(actions).reshape((math.prod(sizes), -1))
+                return np.stack([self.step_point(a[k], p) for k, p in
+                                 enumerate(_points(ts, syms, sizes))]).reshape(
+                                     (*sizes, *((per,) if self.num_envs else ()), -1))
             s = self.slot(self._key(ts, syms), layout)
             packed = self._pack(*s.step(self._actions(actions, s.n)))
             lead = (*sizes, per) if self.num_envs is not None else sizes
             return packed.reshape((*lead, packed.shape[-1]))
 
         return step
+
+
+def _points(ts: dict, syms: Sequence[Symbol], sizes: Sequence[int]) -> list[dict]:
+    """The points of a block, as `ts` dicts, in row-major order."""
+    out = []
+    for idx in np.ndindex(*sizes):
+        p = dict(ts)
+        p.update({s: int(k) for s, k in zip(syms, idx)})
+        out.append(p)
+    return out
 
 
 def _layout_word(layout: Any) -> str:
