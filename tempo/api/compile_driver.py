@@ -75,6 +75,8 @@ def compile_sdg(
         if endings:  # the stop tensors are outputs: nothing may optimise them away
             sdg = sdg.copy()
             sdg.keep |= {e.tensor for e in endings}
+            for e in endings:  # the stop runs point by point over its tensor's dims
+                sdg.loop_dims |= set(sdg.ops[e.tensor.op_id].domain.variables)
         graph = run_pipeline(sdg, cfg, resolved, timings, progress.done)
         for e in endings:
             op = graph.ops.get(e.tensor.op_id)

@@ -82,6 +82,9 @@ class SDG:
     tensors: dict[TensorId, TensorInfo] = field(default_factory=dict)
     bound_defs: dict[Symbol, int] = field(default_factory=dict)
     keep: set[TensorId] = field(default_factory=set)
+    # Dims that must stay loops: a boolean bound ends them at run time, or they enclose such
+    # an end (the stop is decided per point of every dim of its tensor's domain).
+    loop_dims: set[Symbol] = field(default_factory=set)
     # Storage choice (compiler pass): tensor -> domain position of its block dimension.
     block_stores: dict[TensorId, int] = field(default_factory=dict)
     # User names (`name=`) of ops' tensors, for error messages (`tempo.core.naming`).
@@ -352,6 +355,7 @@ class SDG:
         new.tensors = dict(self.tensors)
         new.bound_defs = dict(self.bound_defs)
         new.keep = set(self.keep)
+        new.loop_dims = set(self.loop_dims)
         new.block_stores = dict(self.block_stores)
         new.changed = set(self.changed)
         new.names = dict(self.names)

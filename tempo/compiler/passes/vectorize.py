@@ -23,6 +23,8 @@ from tempo.core.sdg import SDG
 def run(sdg: SDG, cfg: ExecutionConfig) -> SDG:
     batched: set[int] = set()
     for d in reversed(sdg.universe.variables):
+        if d in sdg.loop_dims:
+            continue  # its extent is decided at run time (a boolean bound)
         size = sdg.bound_defs.get(d.as_bound())
         if isinstance(size, int) and not isinstance(size, bool) and size > 1:
             batched |= vectorize(sdg, plan(sdg, d, size, cfg), cfg.enable_dead_code_elim)
