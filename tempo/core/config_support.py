@@ -22,7 +22,7 @@ field                                                  what is (not) implemented
 torch_compilation_backend                              torch ops run eagerly; no torch.compile
 individualize_consts_smaller_than_x_bytes              constants are shared, never duplicated
 enable_incrementalization, incrementalization_...      no incrementalization pass
-enable_statifying_incrementalization, inc_statify_...  no statifying incrementalization
+enable_statifying_incrementalization                   no tiled reads (blocks are stored)
 enable_fold_pads_into_storage, enable_pad_mask_removal no padding (statify is not built)
 enable_dataflow_grouping, min/max_dataflow_group_size  no dataflow grouping: one op per launch
 enable_group_fusions                                   no groups to fuse
@@ -84,6 +84,8 @@ FIELDS: dict[str, FieldSupport] = {
     **_entries(_I, "block stores write points in place (never on jax)", "enable_inplace_write"),
     **_entries(_I, "slice reads of block stores are views (never on jax)", "enable_lazy_slice"),
     **_entries(_I, "block stores for tensors read through slices", "enable_hybrid_tensorstore"),
+    **_entries(_I, "points per block of a block store (blocks are allocated as written)",
+               "inc_statify_block_size"),
     **_entries(_I, "frees each point after its last read", "enable_gc"),
     **_entries(_I, "points smaller than this many bytes are never freed", "gc_bytes_min"),
     **_entries(_I, "CPU kernels are deterministic for a seed; a GPU raises", "deterministic"),
@@ -128,7 +130,7 @@ FIELDS: dict[str, FieldSupport] = {
                "reject_vec_groups_with_external_deps_ratio_greater_than"),
     **_entries(_H, "incrementalization is not built", "enable_incrementalization",
                "incrementalization_percentile", "incrementalize_mem_threshold",
-               "enable_statifying_incrementalization", "inc_statify_block_size",
+               "enable_statifying_incrementalization",
                "enable_fold_pads_into_storage", "enable_pad_mask_removal"),
     **_entries(_H, _GROUPING, "enable_dataflow_grouping", "min_dataflow_group_size",
                "max_dataflow_group_size", "enable_group_fusions"),

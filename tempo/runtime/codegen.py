@@ -12,6 +12,7 @@ from tempo.core.errors import TempoError, UnsupportedError
 from tempo.core.index_expr import PY_GLOBALS, IndexSequence, Slice
 from tempo.core.sdg import SDG, Edge, TensorId
 from tempo.runtime.codegen_locals import transient_tensors
+from tempo.runtime.stores import TrackedStore
 from tempo.schedule.tree import Exec, Free, If, Loop, Node, Seq, While
 
 
@@ -51,6 +52,9 @@ def store_name(tid: TensorId) -> str:
     return f"s{tid.op_id}_{tid.output_id}"
 
 
+POINT_STORES = (dict, TrackedStore)
+
+
 def local_name(tid: TensorId) -> str:
     return "v" + store_name(tid)
 
@@ -72,9 +76,10 @@ class CodeGen:
     def __init__(
         self, sdg: SDG, kernels: dict[int, Any], stored: set[TensorId], steps: bool = False,
         blocked: dict[TensorId, int] | None = None, endings: tuple[Ending, ...] = (),
-        kernel_ops: dict[int, ops.Op] | None = None,
+        kernel_ops: dict[int, ops.Op] | None = None, tick: bool = False,
     ) -> None:
         self.sdg = sdg
+        self.tick = tick  # record the memory timeline after each outer step
         self.endings = {e.tensor.op_id: e for e in endings}
         self.ended_loops: dict[int, Ending] = {}  # id(Loop) -> the ending it stops at
         self.kernel_ops = kernel_ops or {}
@@ -161,6 +166,8 @@ class CodeGen:
                 self.lines.append(f"{pad}    if {node.counter} >= ENDS[{end.var!r}]:")
                 self.lines.append(f"{pad}        break")
             self.emit(node.body, ind + 1)
+            if self.tick and ind == 1:
+                self.lines.append(f"{pad}    mem_tick()")
             if self.steps and ind == 1:
                 self.lines.append(f"{pad}    yield None")
             if end is not None:  # code after the loop sees the dimension's real extent
@@ -262,27 +269,45 @@ class CodeGen:
             if self.steps and isinstance(op, ops.BarrierOp):
                 self.lines.append(f"{pad}yield {op.label!r}")
         elif n == 1:
-            self.lines.append(f"{pad}{self.target(TensorId(op.op_id, 0), key)} = {call}")
-        else:
+            self.lines.append(pad + self.assign(TensorId(op.op_id, 0), op, names, key, call))
+        elif not any(TensorId(op.op_id, k) in self.blocked for k in range(n)):
             outs = ", ".join(self.target(TensorId(op.op_id, k), key) for k in range(n))
             self.lines.append(f"{pad}{outs} = {call}")
+        else:
+            self.lines.append(f"{pad}{', '.join(f'_o{k}' for k in range(n))} = {call}")
+            for k in range(n):
+                self.lines.append(pad + self.assign(TensorId(op.op_id, k), op, names, key,
+                                                    f"_o{k}"))
+
+    def assign(self, tid: TensorId, op: ops.Op, names: dict[str, str], key: str,
+               value: str) -> str:
+        """The statement storing `value` as point `key` of `tid`: a block or window
+        store's write copies it into its slot; anything else is an assignment."""
+        d = self.blocked.get(tid)
+        if d is None or tid in self.local:
+            return f"{self.target(tid, key)} = {value}"
+        point = [names[v.name] for v in op.domain.variables]
+        return f"w{store_name(tid)}({self._key(point[:d] + point[d + 1:])}, {point[d]}, {value})"
 
     def merge(
         self, op: ops.Op, edges: list[Edge], names: dict[str, str], key: str, pad: str
     ) -> None:
         """First branch whose condition holds wins (the if/elif order is branch order)."""
-        out = self.target(TensorId(op.op_id, 0), key)
+        out = TensorId(op.op_id, 0)
         conds = [e.cond.to_py(names) if e.cond is not None else "True" for e in edges]
         if len(conds) == 2 and conds[1] == f"(not {conds[0]})":
             self.lines.append(f"{pad}if {conds[0]}:")  # the second branch is the complement
-            self.lines.append(f"{pad}    {out} = {self.read(edges[0], names)}")
+            self.lines.append(pad + "    " + self.assign(out, op, names, key,
+                                                        self.read(edges[0], names)))
             self.lines.append(f"{pad}else:")
-            self.lines.append(f"{pad}    {out} = {self.read(edges[1], names)}")
+            self.lines.append(pad + "    " + self.assign(out, op, names, key,
+                                                        self.read(edges[1], names)))
             return
         for k, (e, cond) in enumerate(zip(edges, conds)):
             kw = "if" if k == 0 else "elif"
             self.lines.append(f"{pad}{kw} {cond}:")
-            self.lines.append(f"{pad}    {out} = {self.read(e, names)}")
+            self.lines.append(pad + "    " + self.assign(out, op, names, key,
+                                                        self.read(e, names)))
         if edges:
             self.lines.append(f"{pad}else:")
         self.lines.append(
@@ -294,7 +319,7 @@ def generate(
     sdg: SDG,
     tree: Node,
     kernels: dict[int, Any],
-    stores: dict[TensorId, dict],
+    stores: dict[TensorId, Any],
     bounds: dict[str, int],
     stack: Callable,
     undefined: Callable[[int, tuple], None],
@@ -303,14 +328,17 @@ def generate(
     ends: dict[str, int] | None = None,
     kernel_ops: dict[int, ops.Op] | None = None,
     use_locals: bool = True,
+    tick: Callable[[], None] | None = None,
 ) -> Generated:
     """Compile the schedule into `run()` (or, with `steps`, a generator `run()` that yields
     after each outer-loop iteration and at barriers); stores and kernels are bound.
     `kernel_ops` are the ops the kernels were made from (bounds substituted, so fewer
-    runtime args); with `use_locals`, points consumed where they are made skip the plain
-    dict stores (never tracked or block stores, whose writes must be seen)."""
-    blocked = {tid: d for tid, d in sdg.block_stores.items() if hasattr(stores[tid], "read_slice")}
-    gen = CodeGen(sdg, kernels, set(stores), steps, blocked, endings, kernel_ops)
+    runtime args); with `use_locals`, points consumed where they are made skip their point
+    stores (never block stores, whose writes must be seen): such a value is transient
+    working memory of its consumers, so the accountant does not count it either."""
+    blocked = {tid: s.dim for tid, s in stores.items() if hasattr(s, "read_slice")}
+    gen = CodeGen(sdg, kernels, set(stores), steps, blocked, endings, kernel_ops,
+                  tick is not None)
     gen.find_ended_loops(tree)
     lost = [e.var for e in endings if e not in gen.ended_loops.values()]
     if lost:
@@ -318,7 +346,7 @@ def generate(
                                "in the schedule (it was optimised away)")
     if use_locals:  # a stop condition is read from its store: never a local
         stop = {e.tensor for e in endings}
-        gen.plan_locals(tree, {tid for tid, s in stores.items() if type(s) is dict
+        gen.plan_locals(tree, {tid for tid, s in stores.items() if type(s) in POINT_STORES
                                and not sdg.is_kept(tid.op_id) and tid not in stop})
     gen.emit(tree, 1)
     if steps:
@@ -328,9 +356,11 @@ def generate(
     gen.line_ops = {k + len(bounds): v for k, v in gen.line_ops.items()}
     ns: dict[str, Any] = dict(PY_GLOBALS)
     ns.update({"read_slices": read_slices, "stack": stack, "undefined": undefined,
-               "ended": ended, "ENDS": ends if ends is not None else {}})
+               "ended": ended, "ENDS": ends if ends is not None else {}, "mem_tick": tick})
     for tid, store in stores.items():
         ns[store_name(tid)] = store
+        if tid in blocked:
+            ns["w" + store_name(tid)] = store.write
     for op_id, k in kernels.items():
         ns[f"k{op_id}"] = k
     for v in sdg.universe.variables:

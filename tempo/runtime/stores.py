@@ -1,13 +1,28 @@
-"""Tensor stores: per-point dicts keyed by the point's coordinates, and the memory
-accountant behind `executor.memory_stats()` and the device-memory cap.
+"""Tensor stores and the memory accountant behind `executor.memory_stats()`, the memory
+timeline and the device-memory cap (ARCHITECTURE §5.7, §7).
 
-A plain dict is the fast path (a store write costs one dict assignment). When the config
-asks for a cap or for accounting, stores are `TrackedStore`s that charge every write and
-credit every free to one `MemoryAccountant`."""
+Four kinds of store, chosen per tensor from its readers (compiler/passes/storage.py picks
+the layout, the executor checks the schedule allows it):
+
+* point store: a dict keyed by the point's coordinates — the fast path (a write is one
+  dict assignment); `TrackedStore` is the same dict charging writes and crediting frees.
+* `BlockStore`: points along one domain dim in blocks of U, each allocated when its first
+  point is written and released when its last point is freed, so memory grows (and
+  shrinks) as a staircase of blocks instead of preallocating the whole bound. A write
+  copies into a precomputed slot view; a slice read within one block is a view.
+* `CircularStore`: a window read `x[t-W+1:t+1]` keeps a sliding buffer of 2W points per
+  prefix: writes go to the next slot, and when the buffer is full the last W-1 points move
+  to its front (an amortised copy of one point per write), so every window is a view in
+  order and memory is O(W), flat in T.
+* values consumed at once get no store at all (codegen binds them to a local).
+
+Every store charges and credits one `MemoryAccountant`; swapped points live in its host
+pool (`HostPool`), counted apart from the device.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from tempo.core.errors import TempoMemoryError
@@ -15,132 +30,435 @@ from tempo.core.sdg import TensorId
 
 
 class MemoryAccountant:
-    """Live and peak bytes on the device; raises when a write would pass the cap."""
+    """Live and peak bytes on the device and in the host pool, a per-step timeline, and
+    the device cap (raises when a charge would pass it)."""
 
     def __init__(self, cap_bytes: int | None, describe: Callable[[TensorId], str]) -> None:
         self.cap = cap_bytes
         self.live = 0
         self.peak = 0
+        self.host_live = 0
+        self.host_peak = 0
+        self.swapped = 0  # bytes moved device -> host over the run
+        self.fetched = 0  # bytes moved host -> device over the run
         self.describe = describe
+        self.timeline: list[tuple[int, int]] = []  # (device live, host live) per step
+        self.on_pressure: Callable[[int], None] | None = None  # swap hook: bytes needed
+        self.held: dict[int, list[int]] = {}  # storage key -> [bytes, references]
+
+    def hold(self, tid: TensorId, key: int, nbytes: int) -> None:
+        """One more reference to the device storage `key` (charged on the first): views
+        of a stored buffer (a block read, a reshape) cost nothing more."""
+        ref = self.held.get(key)
+        if ref is not None:
+            ref[1] += 1
+            return
+        self.charge(tid, nbytes)
+        self.held[key] = [nbytes, 1]
+
+    def drop(self, key: int) -> None:
+        """One reference fewer to storage `key` (credited with the last)."""
+        ref = self.held.get(key)
+        if ref is None:
+            return
+        ref[1] -= 1
+        if ref[1] == 0:
+            del self.held[key]
+            self.credit(ref[0])
 
     def charge(self, tid: TensorId, nbytes: int) -> None:
         new = self.live + nbytes
+        if self.cap is not None and new > self.cap and self.on_pressure is not None:
+            self.on_pressure(new - self.cap)
+            new = self.live + nbytes
         if self.cap is not None and new > self.cap:
             raise TempoMemoryError(
-                f"storing a point of {self.describe(tid)} ({nbytes} B) would raise live device "
+                f"storing {self.describe(tid)} ({nbytes} B) would raise live device "
                 f"memory to {new} B, above device_memory_cap_bytes={self.cap}. Raise the cap, "
-                "or keep fewer points alive (enable_gc=True frees each point after its last use)"
+                "keep fewer points alive (enable_gc=True frees each point after its last use)"
+                ", or let Tempo move points to host memory (enable_swap=True)"
             )
         self.live = new
-        self.peak = max(self.peak, new)
+        if new > self.peak:
+            self.peak = new
 
     def credit(self, nbytes: int) -> None:
         self.live -= nbytes
 
+    def host_charge(self, nbytes: int) -> None:
+        self.host_live += nbytes
+        self.host_peak = max(self.host_peak, self.host_live)
+
+    def host_credit(self, nbytes: int) -> None:
+        self.host_live -= nbytes
+
+    def tick(self) -> None:
+        """One timeline sample (the generated code calls it after each outer step)."""
+        self.timeline.append((self.live, self.host_live))
+
+    def reset_run(self) -> None:
+        """Forget the timeline and peaks (stores are empty again)."""
+        self.timeline.clear()
+        self.peak = self.live
+        self.host_peak = self.host_live
+        self.swapped = self.fetched = 0
+
+
+Storage = Callable[[Any], tuple[int, int]]
+"""A tensor's underlying storage: (a key unique while it lives, its bytes)."""
+
 
 class TrackedStore(dict):
-    """A point store that reports its writes and frees to the accountant."""
+    """A point store that reports its writes and frees to the accountant, by storage: a
+    point that is a view of memory already counted (a block store's buffer, another
+    point) adds nothing."""
 
-    def __init__(self, tid: TensorId, acct: MemoryAccountant, nbytes: Callable[[Any], int]):
+    def __init__(self, tid: TensorId, acct: MemoryAccountant, storage: Storage):
         super().__init__()
         self.tid = tid
         self.acct = acct
-        self.nbytes = nbytes
+        self.held = acct.held
+        self.storage = storage
 
     def __setitem__(self, key: Any, value: Any) -> None:
-        old = dict.get(self, key)
-        self.acct.charge(self.tid, self.nbytes(value))
-        if old is not None:
-            self.acct.credit(self.nbytes(old))
+        # hold() inlined: this runs once per stored point
+        if dict.__contains__(self, key):
+            self.pop(key)
+        k, n = self.storage(value)
+        ref = self.held.get(k)
+        if ref is None:
+            self.acct.charge(self.tid, n)
+            self.held[k] = [n, 1]
+        else:
+            ref[1] += 1
         dict.__setitem__(self, key, value)
 
     def pop(self, key: Any, default: Any = None) -> Any:
         value = dict.pop(self, key, default)
         if value is not None and value is not default:
-            self.acct.credit(self.nbytes(value))
+            k = self.storage(value)[0]
+            ref = self.held.get(k)
+            if ref is not None:
+                ref[1] -= 1
+                if not ref[1]:
+                    del self.held[k]
+                    self.acct.live -= ref[0]
         return value
 
     def clear(self) -> None:
         for v in self.values():
-            self.acct.credit(self.nbytes(v))
+            self.acct.drop(self.storage(v)[0])
         dict.clear(self)
 
+    def device_bytes(self) -> int:
+        return sum(self.acct.held[k][0] for k in {self.storage(v)[0] for v in self.values()}
+                   if k in self.acct.held)
 
-class BlockStore:
-    """Points of a tensor laid out along one domain dimension in preallocated blocks: a
-    write copies into its slot, a slice read over that dimension is a view (O(1)), which
-    is what growing reads such as a KV history `k[0:t+1]` need.
 
-    Keys are full domain points; the blocked coordinate is at position `dim`. Physically
-    the block dimension sits at `axis` of the buffer (just before the last spatial dim), so
-    a history read as (L, ..., d) and permuted for attention needs no copy: its last two
-    dims are a contiguous or transposed matrix. `move(x, axis)` brings it to the front."""
+class Layout:
+    """How a store lays out points of one tensor along a domain dim: the backend calls it
+    needs, and where the stored dim sits in a buffer (`axis`, just before the last spatial
+    dim, so a history read as (L, ..., d) and permuted for attention needs no copy)."""
 
-    def __init__(
-        self, dim: int, size: int, alloc: Callable[[int], Any],
-        release: Callable[[Any], None] | None = None, axis: int = 0,
-        move: Callable[[Any, int], Any] | None = None,
-    ) -> None:
+    def __init__(self, tid: TensorId, dim: int, point_shape: tuple[int, ...],
+                 alloc: Callable[[tuple[int, ...]], Any], storage: Storage,
+                 move: Callable[[Any, int], Any], cat: Callable[[list[Any], int], Any],
+                 select: Callable[[Any, int, int], Any], put: Callable[[Any, Any], None],
+                 acct: MemoryAccountant) -> None:
+        self.tid = tid
         self.dim = dim
-        self.size = size
-        self.alloc = alloc
-        self.release = release
-        self.axis = axis
-        self.lead = (slice(None),) * axis
-        self.move = move if move is not None else (lambda x, a: x)
+        self.axis = max(len(point_shape) - 1, 0)
+        self.point_shape = point_shape
+        self.alloc_raw = alloc
+        self.storage = storage
+        self.move = move
+        self.cat = cat
+        self.select = select
+        self.put = put
+        self.acct = acct
+        self.lead = (slice(None),) * self.axis
+
+    def buffer(self, n: int) -> Any:
+        """A buffer of `n` points (the stored dim at `axis`), charged to the device."""
+        s = self.point_shape
+        buf = self.alloc_raw(s[: self.axis] + (n,) + s[self.axis:])
+        self.acct.hold(self.tid, *self.storage(buf))
+        return buf
+
+    def release(self, buf: Any) -> None:
+        self.acct.drop(self.storage(buf)[0])
+
+    def split(self, key: tuple) -> tuple[tuple, int]:
+        d = self.dim
+        return key[:d] + key[d + 1:], key[d]
+
+    def empty(self) -> Any:
+        """A read of no points (a range before anything was written)."""
+        s = self.point_shape
+        return self.front(self.alloc_raw(s[: self.axis] + (0,) + s[self.axis:]))
+
+    def front(self, view: Any) -> Any:
+        """A range view with the stored dim brought to the front (how reads see it)."""
+        return self.move(view, self.axis) if self.axis else view
+
+
+class RangedStore:
+    """What block and window stores share: buffers of points along one dim (`bufs`), a
+    view per slot (`slots`, so a write is one copy) and the points alive (`filled`)."""
+
+    def __init__(self, layout: Layout) -> None:
+        self.lay = layout
+        self.dim = layout.dim
         self.bufs: dict[tuple, Any] = {}
+        self.slots: dict[tuple, list[Any]] = {}
         self.filled: dict[tuple, set[int]] = {}
 
-    def _split(self, key: tuple) -> tuple[tuple, int]:
-        d = self.dim
-        return key[:d] + key[d + 1 :], key[d]
+    def write(self, pre: tuple, i: int, value: Any) -> None:
+        raise NotImplementedError
 
     def __setitem__(self, key: tuple, value: Any) -> None:
-        pre, i = self._split(key)
-        buf = self.bufs.get(pre)
-        if buf is None:
-            buf = self.bufs[pre] = self.alloc(self.size)
-            self.filled[pre] = set()
-        buf[self.lead + (i,)] = value
-        self.filled[pre].add(i)
+        pre, i = self.lay.split(key)
+        self.write(pre, i, value)
+
+    def _forget(self, key: tuple) -> None:
+        """Give the buffer `key` back (its last point was freed)."""
+        del self.filled[key], self.slots[key]
+        self.lay.release(self.bufs.pop(key))
+
+    def clear(self) -> None:
+        for buf in self.bufs.values():
+            self.lay.release(buf)
+        self.bufs.clear()
+        self.slots.clear()
+        self.filled.clear()
+
+    def values(self) -> Iterator[Any]:
+        return iter(self.bufs.values())
+
+    def device_bytes(self) -> int:
+        return sum(self.lay.storage(b)[1] for b in self.bufs.values())
+
+    def __len__(self) -> int:
+        return sum(len(f) for f in self.filled.values())
+
+
+class BlockStore(RangedStore):
+    """Blocks of `block` points along one domain dim, allocated on first write, freed when
+    their last point is (ARCHITECTURE §5.7). Keys are full domain points; `bufs`, `slots`
+    and `filled` are keyed by (prefix, block number)."""
+
+    def __init__(self, layout: Layout, block: int) -> None:
+        super().__init__(layout)
+        self.block = block
+
+    def _open(self, bkey: tuple) -> list[Any]:
+        lay = self.lay
+        buf = self.bufs[bkey] = lay.buffer(self.block)
+        slots = self.slots[bkey] = [lay.select(buf, lay.axis, j) for j in range(self.block)]
+        self.filled[bkey] = set()
+        return slots
+
+    def write(self, pre: tuple, i: int, value: Any) -> None:
+        """The generated code's write: copy into the slot view of point `i`."""
+        b, j = divmod(i, self.block)
+        bkey = (pre, b)
+        slots = self.slots.get(bkey)
+        if slots is None:
+            slots = self._open(bkey)
+        self.lay.put(slots[j], value)
+        self.filled[bkey].add(j)
 
     def __getitem__(self, key: tuple) -> Any:
-        pre, i = self._split(key)
-        return self.bufs[pre][self.lead + (i,)]
+        pre, i = self.lay.split(key)
+        b, j = divmod(i, self.block)
+        return self.slots[(pre, b)][j]
 
     def __contains__(self, key: object) -> bool:
         if not isinstance(key, tuple):
             return False
-        pre, i = self._split(key)
+        pre, i = self.lay.split(key)
+        b, j = divmod(i, self.block)
+        return j in self.filled.get((pre, b), ())
+
+    def read_slice(self, pre: tuple, lo: int, hi: int) -> Any:
+        """Points lo..hi-1 along the stored dim: a view within one block; a read that
+        spans blocks joins their views (tiling, §5.4, makes reads block-aligned)."""
+        U, lay = self.block, self.lay
+        b0 = lo // U
+        if hi <= (b0 + 1) * U or hi <= lo:
+            buf = self.bufs.get((pre, b0))
+            if buf is None:  # an empty range before any write
+                return lay.empty()
+            return lay.front(buf[lay.lead + (slice(lo - b0 * U, max(hi, lo) - b0 * U),)])
+        parts = []
+        for b in range(b0, (hi - 1) // U + 1):
+            s, e = max(lo, b * U) - b * U, min(hi, (b + 1) * U) - b * U
+            parts.append(self.bufs[(pre, b)][lay.lead + (slice(s, e),)])
+        return lay.front(lay.cat(parts, lay.axis))
+
+    def read_blocks(self, pre: tuple, lo: int, hi: int) -> list[tuple[Any, int, int]]:
+        """The range as whole-block views (static shape U) and the valid count of each:
+        what a tiled (statified) read iterates over; the last block's tail is padding."""
+        U, lay = self.block, self.lay
+        out = []
+        for b in range(lo // U, (hi - 1) // U + 1):
+            s = max(lo, b * U) - b * U
+            e = min(hi, (b + 1) * U) - b * U
+            out.append((lay.front(self.bufs[(pre, b)]), s, e))
+        return out
+
+    def pop(self, key: tuple, default: Any = None) -> Any:
+        pre, i = self.lay.split(key)
+        b, j = divmod(i, self.block)
+        bkey = (pre, b)
+        filled = self.filled.get(bkey)
+        if filled is None or j not in filled:
+            return default
+        filled.discard(j)
+        if not filled:  # every written point freed: release the block
+            self._forget(bkey)
+        return None
+
+
+class CircularStore(RangedStore):
+    """A sliding window of the last `window` points along one dim, per prefix: a buffer of
+    2W slots written in order; when full, the newest W-1 points move to the front. Every
+    read of at most W trailing points is an in-order view; memory is flat in the bound.
+    The storage choice guarantees writes advance one point at a time per prefix and reads
+    never reach further back than W-1 points behind the newest write."""
+
+    def __init__(self, layout: Layout, window: int) -> None:
+        super().__init__(layout)  # keyed by prefix; `filled` holds point numbers
+        self.window = window
+        self.cap = 2 * window
+        self.base: dict[tuple, int] = {}   # point held by slot 0
+
+    def write(self, pre: tuple, i: int, value: Any) -> None:
+        slots = self.slots.get(pre)
+        if slots is None:
+            lay = self.lay
+            buf = self.bufs[pre] = lay.buffer(self.cap)
+            slots = self.slots[pre] = [lay.select(buf, lay.axis, j) for j in range(self.cap)]
+            self.base[pre] = i
+            self.filled[pre] = set()
+        j = i - self.base[pre]
+        if j >= self.cap:  # full: keep the newest W-1 points, at the front
+            self._compact(pre, i)
+            j = i - self.base[pre]
+        elif j < 0:
+            raise TempoMemoryError(
+                f"{self.lay.acct.describe(self.lay.tid)} was written out of order into its "
+                "window store (an internal storage choice error)")
+        self.lay.put(slots[j], value)
+        self.filled[pre].add(i)
+
+    def _compact(self, pre: tuple, i: int) -> None:
+        """Before writing point `i` past the end: move points i-W+1..i-1 to the front
+        (source and destination never overlap, as the buffer holds 2W points)."""
+        keep, base = self.window - 1, self.base[pre]
+        lo = max(i - keep, base)
+        n = base + self.cap - lo  # how many of those the buffer still holds
+        if n > 0 and keep:
+            buf, lead = self.bufs[pre], self.lay.lead
+            dst = lo - (i - keep)
+            self.lay.put(buf[lead + (slice(dst, dst + n),)],
+                         buf[lead + (slice(lo - base, lo - base + n),)])
+        self.base[pre] = i - keep
+        live = self.filled[pre]
+        for p in [p for p in live if p < i - keep]:
+            live.discard(p)  # overwritten: not readable any more
+
+    def _slot(self, pre: tuple, i: int) -> int:
+        j = i - self.base[pre]
+        if not 0 <= j < self.cap or i not in self.filled.get(pre, ()):
+            raise KeyError((pre, i))
+        return j
+
+    def __getitem__(self, key: tuple) -> Any:
+        pre, i = self.lay.split(key)
+        return self.slots[pre][self._slot(pre, i)]
+
+    def __contains__(self, key: object) -> bool:
+        if not isinstance(key, tuple):
+            return False
+        pre, i = self.lay.split(key)
         return i in self.filled.get(pre, ())
 
     def read_slice(self, pre: tuple, lo: int, hi: int) -> Any:
-        """Points lo..hi-1 along the blocked dim, as a view of the block."""
-        view = self.bufs[pre][self.lead + (slice(lo, hi),)]
-        return self.move(view, self.axis) if self.axis else view
+        lay = self.lay
+        base = self.base.get(pre, lo)
+        if hi > lo and lo < base:
+            raise TempoMemoryError(
+                f"{lay.acct.describe(lay.tid)} is read at points {lo}..{hi - 1}, older than "
+                f"its window store keeps (an internal storage choice error)")
+        buf = self.bufs.get(pre)
+        if buf is None:
+            return lay.empty()
+        return lay.front(buf[lay.lead + (slice(lo - base, max(hi, lo) - base),)])
 
     def pop(self, key: tuple, default: Any = None) -> Any:
-        pre, i = self._split(key)
-        filled = self.filled.get(pre)
-        if filled is None or i not in filled:
+        pre, i = self.lay.split(key)
+        live = self.filled.get(pre)
+        if live is None or i not in live:
             return default
-        filled.discard(i)
-        if not filled:  # every written point freed: release the block
-            del self.filled[pre]
-            buf = self.bufs.pop(pre)
-            if self.release is not None:
-                self.release(buf)
+        live.discard(i)
+        if not live:  # nothing of this prefix alive: give the buffer back
+            del self.base[pre]
+            self._forget(pre)
         return None
 
     def clear(self) -> None:
-        if self.release is not None:
-            for buf in self.bufs.values():
-                self.release(buf)
-        self.bufs.clear()
-        self.filled.clear()
+        super().clear()
+        self.base.clear()
 
-    def values(self) -> Any:
-        return self.bufs.values()
 
-    def __len__(self) -> int:
-        return sum(len(f) for f in self.filled.values())
+def storage_of(backend: str) -> Storage:
+    """How to find a backend tensor's storage (torch: the tensor a view was taken of;
+    numpy: the array owning the memory; jax arrays share nothing: each is its own)."""
+    if backend == "torch":
+        def torch_storage(x: Any) -> tuple[int, int]:
+            # A view's _base is the tensor owning the memory (alive while the view is).
+            base = x._base
+            if base is None:
+                return id(x), x.numel() * x.element_size()
+            return id(base), base.numel() * base.element_size()
+
+        return torch_storage
+    if backend == "numpy":
+        import numpy as np
+
+        def numpy_storage(x: Any) -> tuple[int, int]:
+            root = x
+            while isinstance(root.base, np.ndarray):
+                root = root.base
+            if root.base is None:
+                return root.__array_interface__["data"][0] or id(x), root.nbytes
+            return id(root), root.nbytes  # memory owned by a foreign object (DLPack)
+
+        return numpy_storage
+
+    def own(x: Any) -> tuple[int, int]:
+        return id(x), int(x.nbytes)
+
+    return own
+
+
+def array_ops(backend: str) -> tuple[Callable, Callable, Callable]:
+    """(select(buf, axis, j), put(dst, src), cat(views, axis)) for a backend whose arrays
+    are writable in place (torch, numpy): the three calls the stores make."""
+    if backend == "torch":
+        import torch
+
+        def put_t(dst: Any, src: Any) -> None:
+            dst.copy_(src)
+
+        return (lambda b, a, j: b.select(a, j)), put_t, (lambda xs, a: torch.cat(xs, a))
+    import numpy as np
+
+    def put_n(dst: Any, src: Any) -> None:
+        np.copyto(dst, src)
+
+    def select_n(b: Any, a: int, j: int) -> Any:
+        return b[(slice(None),) * a + (j,)]
+
+    return select_n, put_n, (lambda xs, a: np.concatenate(xs, a))

@@ -212,10 +212,14 @@ def test_memory_cap_raises_naming_the_tensor(cfg) -> None:
     ok = TempoContext(dataclasses.replace(cfg, device_memory_cap_bytes=10**6), num_dims=1)
     (t2, T2), = ok.variables_and_bounds
     with ok:
-        (RT.ones((300,)) * 2.0).sink_udf(lambda v: None)
+        x = RT.ones((300,)) * RT.from_symbol(t2).cast(dtypes.float32)
+        x[0:T2].sum().sink_udf(lambda v: None)
     exe2 = ok.compile({T2: 3})
     exe2.execute()
-    assert exe2.memory_stats()["peak_bytes"] >= 1200
+    stats = exe2.memory_stats()
+    assert stats["peak_bytes"] is not None and stats["peak_bytes"] >= 3 * 1200
+    assert stats["swapped_bytes"] == 0
+    assert max(live for live, _host in exe2.memory_timeline()) >= 3 * 1200
 
 
 def test_dedup_removes_a_duplicated_forward_pass(cfg) -> None:

@@ -10,10 +10,10 @@ from tempo.bench.registry import Experiment, Point, System, register
 TEMPO_LM = ("the static tile size U is not a knob of the Tempo GPT-2 system yet (the storage "
             "pass picks block stores itself)")
 G = "tempo.bench.baselines."
-TEMPO_ACCT = ("Caveat: the `tempo` system (systems/gpt2_tempo.py) still charges the Torch "
-              "decoder's full-length buffers (`charge_decode`), not its own block/circular "
-              "store, so its accountant peaks and OOM points copy Torch's and are not a "
-              "measurement of Tempo; its TPT is measured.")
+TEMPO_ACCT = ("Tempo's bytes are its own: the stores' accountant (point stores by storage, "
+              "block stores of U points allocated as written, window stores of 2W points), "
+              "sampled after every decode step and charged with the same output buffer as "
+              "the baselines; Tempo runs with the same device cap, so its OOMs are its own.")
 
 
 def _tempo(name: str = "tempo", why: str = TEMPO_LM) -> System:

@@ -1,5 +1,10 @@
 """The Tempo GPT-2-core decoder of BENCHMARKS.md §2.2 (E1/E3): the library model
-`tempo.api.llm.models.gpt2_core.Gpt2Core` (layer as a dimension) with a sink on the stream."""
+`tempo.api.llm.models.gpt2_core.Gpt2Core` (layer as a dimension) with a sink on the stream.
+
+Memory is Tempo's own: the program runs with the bench's device cap (less the output
+buffer the harness charges to every system), and after a run the per-step timeline of live
+bytes its stores report (K/V in block stores of U points, or window stores) is replayed
+into the bench accountant."""
 
 from __future__ import annotations
 
@@ -8,8 +13,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from tempo.bench.baselines.gpt2_core import Gpt2CoreConfig, charge_decode, init_weights
-from tempo.bench.memory import DeviceMemoryAccountant
+from tempo.bench.baselines.gpt2_core import Gpt2CoreConfig, init_weights
+from tempo.bench.memory import DeviceMemoryAccountant, nbytes_of
+
+NO_CAP = 1 << 50  # a cap nothing reaches: turns Tempo's accounting on without limiting it
 
 
 class TempoGpt2Decoder:
@@ -26,6 +33,7 @@ class TempoGpt2Decoder:
         self.x0 = x0 if x0 is not None else rng.standard_normal(
             (self.c.batch, self.c.d_model)).astype(np.float32)
         self.backend = backend
+        self.block_size = int(cfg.get("block", 256))  # U of the block stores
         self.out: torch.Tensor | None = None
         self._rows: list[Any] = []
         self.exe: Any = None
@@ -37,7 +45,11 @@ class TempoGpt2Decoder:
         from tempo.core.configs import ExecutionConfig
 
         c = self.c
-        cfg = ExecutionConfig(dev="cpu", backend=self.backend, path="results/.tempo_runs/")
+        cap = self.acct.cap_bytes
+        cfg = ExecutionConfig(
+            dev="cpu", backend=self.backend, path="results/.tempo_runs/",
+            inc_statify_block_size=self.block_size,
+            device_memory_cap_bytes=NO_CAP if cap is None else max(cap - self._out_bytes(), 0))
         ctx = TempoContext(cfg, num_dims=1)
         ((t, T),) = ctx.variables_and_bounds
         rows = self._rows
@@ -48,10 +60,17 @@ class TempoGpt2Decoder:
             s.sink_udf(lambda x: rows.append(x))
         self.exe = ctx.compile({T: c.seq_len})
 
+    def _out_bytes(self) -> int:
+        return nbytes_of(self.c.batch, self.c.seq_len, self.c.d_model)
+
     def run(self) -> None:
-        charge_decode(self.acct, self.c)
+        self.acct.alloc("output", self._out_bytes())
         self._rows.clear()
         self.exe.execute()
+        for step, (live, _host) in enumerate(self.exe.memory_timeline()):
+            self.acct.alloc("tempo_stores", live)
+            self.acct.tick(step)
+        self.acct.alloc("tempo_stores", self.exe.memory_stats()["peak_bytes"] or 0)
         self.out = torch.stack([torch.as_tensor(np.asarray(r)) for r in self._rows], dim=1)
         self.exe.reset()
         self.acct.free_all()

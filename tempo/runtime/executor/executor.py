@@ -19,7 +19,16 @@ from tempo.runtime.backends.protocol import Backend, Kernel
 from tempo.runtime.codegen import Ending, Generated, UndefinedPointError, generate
 from tempo.runtime.missing import bad_index_error, no_value_error, removed_error
 from tempo.runtime.static_args import bind_bounds
-from tempo.runtime.stores import BlockStore, MemoryAccountant, TrackedStore
+from tempo.runtime.store_choice import StoreKind, choose
+from tempo.runtime.stores import (
+    BlockStore,
+    CircularStore,
+    Layout,
+    MemoryAccountant,
+    TrackedStore,
+    array_ops,
+    storage_of,
+)
 from tempo.runtime.udf_check import guard_udf
 from tempo.schedule import tree as st
 from tempo.schedule.scheduler import Schedule
@@ -74,13 +83,15 @@ class PythonExecutor(Executor):
         self.backend = DLBackend.get_backend(cfg.backend).from_config(cfg)
         self.accountant = MemoryAccountant(cfg.device_memory_cap_bytes, self._describe)
         tracked = cfg.device_memory_cap_bytes is not None or cfg.executor_debug_mode
+        self.tracked = tracked
         self.stores: dict[TensorId, Any] = {}
+        kinds = self._store_kinds()
         for tid in sdg.tensors:
-            block = self._block_store(tid, tracked)
-            if block is not None:
-                self.stores[tid] = block
+            kind = kinds.get(tid)
+            if kind is not None:
+                self.stores[tid] = self._ranged_store(tid, kind)
             elif tracked:
-                self.stores[tid] = TrackedStore(tid, self.accountant, self._nbytes_of(tid))
+                self.stores[tid] = TrackedStore(tid, self.accountant, self._storage_of(tid))
             else:
                 self.stores[tid] = {}
         t0 = time.perf_counter()
@@ -93,45 +104,40 @@ class PythonExecutor(Executor):
                 self._undefined)
         gen = functools.partial(generate, *args, endings=endings, ends=self.ends,
                                 kernel_ops=kernel_ops,
-                                use_locals=cfg.enable_custom_thunk_launchers)
+                                use_locals=cfg.enable_custom_thunk_launchers,
+                                tick=self.accountant.tick if tracked else None)
         self.generated: Generated = gen()
         self._make_steps = lambda: gen(steps=True)
         self._steps: Any = None
         timings_ms["codegen"] = (time.perf_counter() - t0) * 1e3
         self._timings = timings_ms
 
-    def _block_store(self, tid: TensorId, tracked: bool) -> BlockStore | None:
-        """A block store where the storage pass chose one and the backend writes in place."""
-        dim = self.sdg.block_stores.get(tid)
+    def _store_kinds(self) -> dict[TensorId, StoreKind]:
+        """Block or window stores where the storage pass found slice reads and the
+        backend writes in place; blocks hold `inc_statify_block_size` points. Window
+        stores need frees (with enable_gc off every point stays readable)."""
+        if not self.backend.block_stores:
+            return {}
+        return choose(self.sdg, self.schedule.tree, self._bound_values(),
+                      self.cfg.inc_statify_block_size, circular=self.cfg.enable_gc)
+
+    def _ranged_store(self, tid: TensorId, kind: StoreKind) -> BlockStore | CircularStore:
         be = self.backend
-        if dim is None or not be.block_stores:
-            return None
-        op = self.sdg.ops[tid.op_id]
-        var = op.domain.variables[dim]
-        size = int(op.domain.bound_of(var).evaluate(self._bound_values()))
         info = self.sdg.tensors[tid]
         shape, dt = tuple(info.shape.as_static()), info.dtype
-        axis = max(len(shape) - 1, 0)
-
-        def alloc(n: int) -> Any:
-            buf = be.alloc_block(n, shape[:axis] + (n,) + shape[axis:], dt, at_front=False)
-            if tracked:
-                self.accountant.charge(tid, be.nbytes(buf))
-            return buf
-
-        def release(buf: Any) -> None:
-            if tracked:
-                self.accountant.credit(be.nbytes(buf))
-
-        return BlockStore(dim, size, alloc, release, axis, be.move_to_front)
+        select, put, cat = array_ops(be.name)
+        lay = Layout(tid, kind.dim, shape,
+                     lambda s: be.alloc_block(0, s, dt, at_front=False), storage_of(be.name),
+                     be.move_to_front, cat, select, put, self.accountant)
+        if kind.kind == "circular":
+            return CircularStore(lay, kind.size)
+        return BlockStore(lay, kind.size)
 
     def _describe(self, tid: TensorId) -> str:
         return naming.tensor_label(self.sdg, tid)
 
-    def _nbytes_of(self, tid: TensorId) -> Any:
-        if isinstance(self.sdg.ops[tid.op_id], ops.MergeOp):
-            return lambda x: 0  # a recurrence aliases its branch's tensor
-        return self.backend.nbytes
+    def _storage_of(self, tid: TensorId) -> Any:
+        return storage_of(self.backend.name)  # a recurrence shares its branch's storage
 
     def _kernel(self, op: ops.Op) -> Kernel:
         k = self.backend.kernel(guard_udf(op, self._bound_values(), self.sdg.names))
@@ -151,6 +157,7 @@ class PythonExecutor(Executor):
     # ---------------------------------------------------------------- API
     def execute(self) -> None:
         self._executed = True
+        self.accountant.reset_run()
         try:
             self.generated.fn()
         except TempoError:
@@ -266,14 +273,30 @@ class PythonExecutor(Executor):
         return self.get_compilation_time_breakdown()
 
     def memory_stats(self) -> dict[str, int | None]:
-        """Live bytes now; peak bytes and the cap when stores are tracked (a cap is set or
-        debug mode is on); no swapping yet, so swapped bytes are 0."""
-        live = sum(
-            self._nbytes_of(tid)(x) for tid, s in self.stores.items() for x in s.values()
-        )
-        tracked = any(isinstance(s, TrackedStore) for s in self.stores.values())
-        return {"live_bytes": live, "peak_bytes": self.accountant.peak if tracked else None,
-                "cap_bytes": self.accountant.cap, "swapped_bytes": 0}
+        """Device bytes the stores hold now (live), the most they held (peak: all stores
+        are counted when tracking is on — a cap is set or debug mode is on; else block and
+        window stores only, and `peak_bytes` is None), the host pool and bytes swapped."""
+        a = self.accountant
+        live = a.live if self.tracked else self._untracked_live()
+        return {"live_bytes": live, "peak_bytes": a.peak if self.tracked else None,
+                "cap_bytes": a.cap, "host_live_bytes": a.host_live,
+                "host_peak_bytes": a.host_peak, "swapped_bytes": a.swapped,
+                "fetched_bytes": a.fetched}
+
+    def memory_timeline(self) -> list[tuple[int, int]]:
+        """(device live, host live) bytes after each step of the outermost loop of the
+        last run (recorded when tracking is on)."""
+        return list(self.accountant.timeline)
+
+    def _untracked_live(self) -> int:
+        """Bytes of the distinct storages the stores hold (views counted once)."""
+        storage = storage_of(self.backend.name)
+        seen: dict[int, int] = {}
+        for store in self.stores.values():
+            for x in store.values():
+                k, n = storage(x)
+                seen[k] = n
+        return sum(seen.values())
 
 
 @dataclass(frozen=True)

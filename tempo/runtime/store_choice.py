@@ -1,0 +1,152 @@
+"""Which store each tensor gets (ARCHITECTURE §5.7), decided once the schedule and the
+bounds are known, because whether a window store is safe depends on where the readers
+run: a tensor read only through trailing windows `x[t-W+1:t+1]` (or points within W-1 of
+`t`), by readers in the same `t` loop as its producer, needs only its last W points — a
+circular store. Other slice-read tensors get a block store (blocks of U points); the rest
+keep point stores, and values consumed at once at their own point are locals (codegen)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from tempo.core.index_expr import Slice
+from tempo.core.sdg import SDG, TensorId
+from tempo.schedule.grouping import is_basis
+from tempo.schedule.tree import Exec, Free, If, Loop, Node, Seq, While
+
+MAX_SCAN = 1 << 14  # bounds above this are not scanned point by point for window widths
+
+
+@dataclass(frozen=True)
+class StoreKind:
+    """`kind` is "block" (size = points per block) or "circular" (size = window)."""
+
+    kind: str
+    dim: int
+    size: int
+
+
+def loops_of(tree: Node) -> dict[int, list[Loop]]:
+    """Each executed op's enclosing loops, outermost first."""
+    out: dict[int, list[Loop]] = {}
+
+    def walk(n: Node, path: list[Loop]) -> None:
+        if isinstance(n, Seq):
+            for c in n.children:
+                walk(c, path)
+        elif isinstance(n, Loop):
+            walk(n.body, [*path, n])
+        elif isinstance(n, While):
+            walk(n.body, path)
+        elif isinstance(n, If):
+            walk(n.then, path)
+            if n.else_ is not None:
+                walk(n.else_, path)
+        elif isinstance(n, Exec):
+            out.setdefault(n.op_id, list(path))
+
+    walk(tree, [])
+    return out
+
+
+def choose(sdg: SDG, tree: Node, bounds: dict, block: int, circular: bool
+           ) -> dict[TensorId, StoreKind]:
+    """The store of every tensor the storage pass marked as slice-read (`sdg.block_stores`).
+    `bounds` maps bound symbols to values; `block` is U; `circular` allows window stores."""
+    loops = loops_of(tree)
+    out = {}
+    for tid, dim in sdg.block_stores.items():
+        op = sdg.ops[tid.op_id]
+        size = int(op.domain.bound_of(op.domain.variables[dim]).evaluate(bounds))
+        w = _window(sdg, tid, dim, size, bounds, loops) if circular else None
+        if w is not None and 2 * w < size:
+            out[tid] = StoreKind("circular", dim, w)
+        else:
+            out[tid] = StoreKind("block", dim, max(1, min(block, size)))
+    return out
+
+
+def _window(sdg: SDG, tid: TensorId, dim: int, size: int, bounds: dict,
+            loops: dict[int, list[Loop]]) -> int | None:
+    """W if every read of `tid` along `dim` stays within the W newest points written by a
+    forward loop that also runs all the readers; None otherwise."""
+    if tid in sdg.keep or size > MAX_SCAN:
+        return None
+    op = sdg.ops[tid.op_id]
+    var = op.domain.variables[dim]
+    home = _loop_over(loops.get(tid.op_id, []), var.name)
+    if home is None or home.step != 1:
+        return None
+    width = 1
+    for e in sdg.readers(tid):
+        sink = sdg.ops[e.sink]
+        if var.name not in {v.name for v in sink.domain.variables}:
+            return None
+        if _loop_over(loops.get(e.sink, []), var.name) is not home:
+            return None
+        m = e.expr[dim]
+        if not m.vars_used() <= {var}:
+            return None
+        for t, lo, hi in _ranges(m, var, size, bounds):
+            if hi <= lo:
+                continue
+            if hi - 1 > t:  # reads ahead of the producer
+                return None
+            width = max(width, t - lo + 1)
+    return width
+
+
+def _loop_over(path: list[Loop], name: str) -> Loop | None:
+    return next((lp for lp in path if lp.counter == name), None)
+
+
+def _ranges(m: object, var: object, size: int, bounds: dict
+            ) -> Iterator[tuple[int, int, int]]:
+    """(t, lo, hi) of the points `m` reads at each t of the loop."""
+    for t in range(size):
+        vals = {**bounds, var: t}
+        if isinstance(m, Slice):
+            s = m.evaluate(vals)
+            yield t, s.start, s.stop
+        else:
+            p = int(m.evaluate(vals))  # type: ignore[attr-defined]  # an int index expr
+            yield t, p, p + 1
+
+
+def consumed_at_once(sdg: SDG, tree: Node, stored: set[TensorId]) -> set[TensorId]:
+    """Tensors that need no store: every reader reads them at its own point in the same
+    loop body as the producer, and the schedule frees each point there (so nothing reads
+    them later). Codegen binds such a value to a local for its one iteration."""
+    loops = loops_of(tree)
+    count: dict[int, int] = {}
+    freed: set[TensorId] = set()
+
+    def walk(n: Node) -> None:
+        if isinstance(n, Seq):
+            for c in n.children:
+                walk(c)
+        elif isinstance(n, (Loop, While)):
+            walk(n.body)
+        elif isinstance(n, If):
+            walk(n.then)
+            if n.else_ is not None:
+                walk(n.else_)
+        elif isinstance(n, Exec):
+            count[n.op_id] = count.get(n.op_id, 0) + 1
+        elif isinstance(n, Free):
+            freed.add(n.tensor)
+
+    walk(tree)
+    out = set()
+    for tid in freed & stored:
+        if tid in sdg.keep or tid in sdg.block_stores or count.get(tid.op_id) != 1:
+            continue
+        home = [id(lp) for lp in loops[tid.op_id]]
+        readers = sdg.readers(tid)
+        if readers and all(
+            count.get(e.sink) == 1 and is_basis(e, sdg) and e.cond is None
+            and [id(lp) for lp in loops[e.sink]] == home for e in readers
+        ):
+            out.add(tid)
+    return out
