@@ -3,7 +3,7 @@ bounds are known, because whether a window store is safe depends on where the re
 run: a tensor read only through trailing windows `x[t-W+1:t+1]` (or points within W-1 of
 `t`), by readers in the same `t` loop as its producer, needs only its last W points — a
 circular store. Other slice-read tensors get a block store (blocks of U points); the rest
-keep point stores, and values consumed at once at their own point are locals (codegen)."""
+keep point stores (codegen makes values consumed where they are made locals)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,7 @@ from dataclasses import dataclass
 
 from tempo.core.index_expr import Slice
 from tempo.core.sdg import SDG, TensorId
-from tempo.schedule.grouping import is_basis
-from tempo.schedule.tree import Exec, Free, If, Loop, Node, Seq, While
+from tempo.schedule.tree import Exec, If, Loop, Node, Seq, While
 
 MAX_SCAN = 1 << 14  # bounds above this are not scanned point by point for window widths
 
@@ -113,40 +112,3 @@ def _ranges(m: object, var: object, size: int, bounds: dict
             p = int(m.evaluate(vals))  # type: ignore[attr-defined]  # an int index expr
             yield t, p, p + 1
 
-
-def consumed_at_once(sdg: SDG, tree: Node, stored: set[TensorId]) -> set[TensorId]:
-    """Tensors that need no store: every reader reads them at its own point in the same
-    loop body as the producer, and the schedule frees each point there (so nothing reads
-    them later). Codegen binds such a value to a local for its one iteration."""
-    loops = loops_of(tree)
-    count: dict[int, int] = {}
-    freed: set[TensorId] = set()
-
-    def walk(n: Node) -> None:
-        if isinstance(n, Seq):
-            for c in n.children:
-                walk(c)
-        elif isinstance(n, (Loop, While)):
-            walk(n.body)
-        elif isinstance(n, If):
-            walk(n.then)
-            if n.else_ is not None:
-                walk(n.else_)
-        elif isinstance(n, Exec):
-            count[n.op_id] = count.get(n.op_id, 0) + 1
-        elif isinstance(n, Free):
-            freed.add(n.tensor)
-
-    walk(tree)
-    out = set()
-    for tid in freed & stored:
-        if tid in sdg.keep or tid in sdg.block_stores or count.get(tid.op_id) != 1:
-            continue
-        home = [id(lp) for lp in loops[tid.op_id]]
-        readers = sdg.readers(tid)
-        if readers and all(
-            count.get(e.sink) == 1 and is_basis(e, sdg) and e.cond is None
-            and [id(lp) for lp in loops[e.sink]] == home for e in readers
-        ):
-            out.add(tid)
-    return out
