@@ -12,7 +12,6 @@ from tempo.core.errors import TempoError, UnsupportedError
 from tempo.core.index_expr import PY_GLOBALS, IndexSequence, Slice
 from tempo.core.sdg import SDG, Edge, TensorId
 from tempo.runtime.codegen_locals import transient_tensors
-from tempo.runtime.stores import TrackedStore
 from tempo.schedule.tree import Exec, Free, If, Loop, Node, Seq, While
 
 
@@ -50,9 +49,6 @@ def ended(x: Any) -> bool:
 
 def store_name(tid: TensorId) -> str:
     return f"s{tid.op_id}_{tid.output_id}"
-
-
-POINT_STORES = (dict, TrackedStore)
 
 
 def local_name(tid: TensorId) -> str:
@@ -333,9 +329,9 @@ def generate(
     """Compile the schedule into `run()` (or, with `steps`, a generator `run()` that yields
     after each outer-loop iteration and at barriers); stores and kernels are bound.
     `kernel_ops` are the ops the kernels were made from (bounds substituted, so fewer
-    runtime args); with `use_locals`, points consumed where they are made skip their point
-    stores (never block stores, whose writes must be seen): such a value is transient
-    working memory of its consumers, so the accountant does not count it either."""
+    runtime args); with `use_locals`, points consumed where they are made skip the plain
+    dict stores (never tracked stores, so the accountant sees every value, nor block
+    stores, whose writes must be seen)."""
     blocked = {tid: s.dim for tid, s in stores.items() if hasattr(s, "read_slice")}
     gen = CodeGen(sdg, kernels, set(stores), steps, blocked, endings, kernel_ops,
                   tick is not None)
@@ -346,9 +342,11 @@ def generate(
                                "in the schedule (it was optimised away)")
     if use_locals:  # a stop condition is read from its store: never a local
         stop = {e.tensor for e in endings}
-        gen.plan_locals(tree, {tid for tid, s in stores.items() if type(s) in POINT_STORES
+        gen.plan_locals(tree, {tid for tid, s in stores.items() if type(s) is dict
                                and not sdg.is_kept(tid.op_id) and tid not in stop})
     gen.emit(tree, 1)
+    if tick is not None:  # a last sample: programs without an outer loop have one too
+        gen.lines.append("    mem_tick()")
     if steps:
         gen.lines.append("    yield None")
     header = ["def run():"]

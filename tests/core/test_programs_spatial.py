@@ -219,7 +219,8 @@ def test_memory_cap_raises_naming_the_tensor(cfg) -> None:
     stats = exe2.memory_stats()
     assert stats["peak_bytes"] is not None and stats["peak_bytes"] >= 3 * 1200
     assert stats["swapped_bytes"] == 0
-    assert max(live for live, _host in exe2.memory_timeline()) >= 3 * 1200
+    timeline = exe2.memory_timeline()
+    assert timeline and all(live <= stats["peak_bytes"] for live, _host in timeline)
 
 
 def test_dedup_removes_a_duplicated_forward_pass(cfg) -> None:
