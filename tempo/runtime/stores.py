@@ -459,6 +459,8 @@ def array_ops(backend: str) -> tuple[Callable, Callable, Callable]:
         np.copyto(dst, src)
 
     def select_n(b: Any, a: int, j: int) -> Any:
-        return b[(slice(None),) * a + (j,)]
+        # the trailing ... keeps a 0-d *view* when b is 1-D (b[j] alone is a copied scalar,
+        # which np.copyto cannot write into)
+        return b[(slice(None),) * a + (j, Ellipsis)]
 
     return select_n, put_n, (lambda xs, a: np.concatenate(xs, a))

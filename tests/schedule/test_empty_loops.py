@@ -27,3 +27,4 @@ def test_branch_never_taken_under_the_bounds() -> None:
         y[0:B, 0:T].sink_udf(lambda v: out.append(np.asarray(v)))
     ctx.compile({B: 2, T: 12}).execute()
     np.testing.assert_array_equal(out[0], np.tile(np.arange(12, dtype=np.float32), (2, 1)))
+
