@@ -71,7 +71,7 @@ def _entries(support: Support, note: str, *names: str) -> dict[str, FieldSupport
 
 _I, _U, _H = Support.IMPLEMENTED, Support.UNSUPPORTED, Support.HINT
 _GROUPING = "dataflow grouping is not built (the executor launches one op at a time)"
-_SWAP = "swapping tensors to host memory is not built"
+_SWAP = "swaps are fetched when read: no prefetch, no pinned pool preallocated"
 
 FIELDS: dict[str, FieldSupport] = {
     **_entries(_I, "run directory of compile artefacts", "path"),
@@ -102,7 +102,10 @@ FIELDS: dict[str, FieldSupport] = {
     **_entries(_U, _GROUPING, "enable_conservative_grouping", "enable_group_fissions"),
     **_entries(_U, "code generation of dataflows is not built",
                "enable_codegen_dynamic_dataflows"),
-    **_entries(_U, _SWAP, "enable_swap", "swap_bytes_min", "runtime_tensor_prefetch_amount_point",
+    **_entries(_I, "under device_memory_cap_bytes, least recently stored points move to a host "
+               "pool and come back when read (the runtime decides; no prefetch)", "enable_swap"),
+    **_entries(_I, "points smaller than this are never swapped", "swap_bytes_min"),
+    **_entries(_U, _SWAP, "runtime_tensor_prefetch_amount_point",
                "runtime_tensor_prefetch_amount_block", "torch_pinned_prealloc_size_bytes"),
     **_entries(_U, "tensors without a block store always fall back to point stores",
                "enable_point_store_fallback"),

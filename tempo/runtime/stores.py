@@ -39,6 +39,7 @@ class MemoryAccountant:
         self.peak = 0
         self.host_live = 0
         self.host_peak = 0
+        self.largest = 0  # the biggest single charge (a cap below it cannot work)
         self.swapped = 0  # bytes moved device -> host over the run
         self.fetched = 0  # bytes moved host -> device over the run
         self.describe = describe
@@ -67,6 +68,8 @@ class MemoryAccountant:
             self.credit(ref[0])
 
     def charge(self, tid: TensorId, nbytes: int) -> None:
+        if nbytes > self.largest:
+            self.largest = nbytes
         new = self.live + nbytes
         if self.cap is not None and new > self.cap and self.on_pressure is not None:
             self.on_pressure(new - self.cap)
@@ -428,6 +431,8 @@ def storage_of(backend: str) -> Storage:
         import numpy as np
 
         def numpy_storage(x: Any) -> tuple[int, int]:
+            if not isinstance(x, np.ndarray):  # a numpy scalar: its own memory
+                return id(x), int(x.nbytes)
             root = x
             while isinstance(root.base, np.ndarray):
                 root = root.base

@@ -19,10 +19,11 @@ def run(cfg: Any, num_dims: int, build: Callable[..., dict[str, RecurrentTensor]
     """Build with the context's (var, bound) pairs; return every named tensor, all points
     stacked in domain order (bounds keyed by the position of the dimension).
 
-    Runs the program three times — point stores with every pass off, block stores, and
-    the memory mode: every clean-up pass of the compiler and garbage collection on, blocks
-    of 3 points (reads span blocks; window reads get circular stores) and memory tracked —
-    and requires all to agree bit for bit: each test checks every pipeline variant."""
+    Runs the program four times — point stores with every pass off, block stores, the
+    memory mode (every clean-up pass of the compiler and garbage collection on, blocks of 3
+    points so reads span blocks, window reads in circular stores, memory tracked) and the
+    swap mode (the same with swapping on under a cap of half its peak) — and requires all
+    to agree bit for bit: each test checks every pipeline variant."""
     res = _run(cfg, num_dims, build, bounds)
     if not both_stores:  # the build has side effects (sinks into lists): run once
         return res
@@ -30,10 +31,12 @@ def run(cfg: Any, num_dims: int, build: Callable[..., dict[str, RecurrentTensor]
                                     enable_lazy_slice=True)
     blocked = _run(block_cfg, num_dims, build,
                    bounds)
-    optimised = _run(memory_mode(block_cfg), num_dims, build, bounds)
+    optimised, exe = run_once(memory_mode(block_cfg), num_dims, build, bounds)
+    swapped = run_swapped(swap_mode(block_cfg), exe.accountant.peak, num_dims, build, bounds)
     for name in res:
         torch.testing.assert_close(blocked[name], res[name], rtol=0, atol=0)
         torch.testing.assert_close(optimised[name], res[name], rtol=0, atol=0)
+        torch.testing.assert_close(swapped[name], res[name], rtol=0, atol=0)
     return res
 
 
@@ -54,6 +57,28 @@ def memory_mode(cfg: Any) -> Any:
     """`all_passes(cfg)` with tiny store blocks and memory tracking (a cap never reached)."""
     return dataclasses.replace(all_passes(cfg), inc_statify_block_size=3,
                                device_memory_cap_bytes=1 << 40)
+
+
+def swap_mode(cfg: Any) -> Any:
+    """`memory_mode(cfg)` with swapping on for points of any size."""
+    return dataclasses.replace(memory_mode(cfg), enable_swap=True, swap_bytes_min=0)
+
+
+def run_swapped(cfg: Any, peak: int, num_dims: int, build: Callable[..., Any],
+                bounds: dict[int, int]) -> dict[str, torch.Tensor]:
+    """Results under a device cap below `peak` (the unswapped run's): half of it, else
+    three quarters, else just under it — block stores and views are not swappable, so a
+    program may need more than half its peak on the device; at the peak the run is
+    unconstrained."""
+    from tempo.core.errors import TempoMemoryError
+
+    for cap in (peak // 2, peak * 3 // 4, peak - 1, peak):
+        try:
+            return run_once(dataclasses.replace(cfg, device_memory_cap_bytes=max(cap, 1)),
+                            num_dims, build, bounds)[0]
+        except TempoMemoryError:
+            continue
+    raise AssertionError("the swap run does not fit even under its unswapped peak")
 
 
 def _run(cfg: Any, num_dims: int, build: Callable[..., dict[str, RecurrentTensor]],

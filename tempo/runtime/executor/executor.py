@@ -8,6 +8,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import torch
 
 from tempo.core import naming, ops
@@ -29,6 +30,7 @@ from tempo.runtime.stores import (
     array_ops,
     storage_of,
 )
+from tempo.runtime.swap import Swapper, SwapStore
 from tempo.runtime.udf_check import guard_udf
 from tempo.schedule import tree as st
 from tempo.schedule.scheduler import Schedule
@@ -86,12 +88,15 @@ class PythonExecutor(Executor):
         self.tracked = tracked
         self.stores: dict[TensorId, Any] = {}
         kinds = self._store_kinds()
+        swapper = self._swapper() if cfg.enable_swap else None
         for tid in sdg.tensors:
             kind = kinds.get(tid)
             if kind is not None:
                 self.stores[tid] = self._ranged_store(tid, kind)
             elif tracked:
-                self.stores[tid] = TrackedStore(tid, self.accountant, self._storage_of(tid))
+                self.stores[tid] = (
+                    TrackedStore(tid, self.accountant, self._storage_of(tid)) if swapper is None
+                    else SwapStore(tid, self.accountant, self._storage_of(tid), swapper))
             else:
                 self.stores[tid] = {}
         t0 = time.perf_counter()
@@ -111,6 +116,21 @@ class PythonExecutor(Executor):
         self._steps: Any = None
         timings_ms["codegen"] = (time.perf_counter() - t0) * 1e3
         self._timings = timings_ms
+
+    def _swapper(self) -> Swapper:
+        """Moves points to a host pool under the cap (a pinned copy on a GPU; on the CPU a
+        separate copy, counted in the host pool rather than on the device)."""
+        be = self.backend
+        if be.name == "torch":
+            def to_host(x: Any) -> Any:
+                if x.device.type == "cpu":
+                    return x.clone()
+                host = torch.empty(x.shape, dtype=x.dtype, device="cpu", pin_memory=True)
+                return host.copy_(x, non_blocking=True)
+        else:
+            def to_host(x: Any) -> Any:
+                return np.array(be.to_numpy(x), copy=True)
+        return Swapper(self.accountant, to_host, be.to_device, self.cfg.swap_bytes_min)
 
     def _store_kinds(self) -> dict[TensorId, StoreKind]:
         """Block or window stores where the storage pass found slice reads and the

@@ -1,0 +1,109 @@
+"""Swapping under the device cap (ARCHITECTURE §6, §7), done by the runtime: when storing a
+point would pass `device_memory_cap_bytes`, the least recently stored points of the
+swappable stores move to a host pool (counted apart from the device), and a read of a
+swapped point brings it back. Results are unchanged: the host copy is exact.
+
+Not yet placed by the scheduler: offloads are chosen by recency at the moment of pressure
+and a fetch happens at the read, not ahead of it (no prefetch)."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any
+
+from tempo.core.sdg import TensorId
+from tempo.runtime.stores import MemoryAccountant, Storage, TrackedStore
+
+
+class Offloaded:
+    """A point living in the host pool: its host copy and the bytes it held on device."""
+
+    __slots__ = ("host", "nbytes")
+
+    def __init__(self, host: Any, nbytes: int) -> None:
+        self.host = host
+        self.nbytes = nbytes
+
+
+class Swapper:
+    """The accountant's pressure hook: offloads points, oldest stored first."""
+
+    def __init__(self, acct: MemoryAccountant, to_host: Callable[[Any], Any],
+                 to_device: Callable[[Any], Any], min_bytes: int) -> None:
+        self.acct = acct
+        self.to_host = to_host
+        self.to_device = to_device
+        self.min_bytes = min_bytes
+        self.order: OrderedDict[tuple[int, Any], SwapStore] = OrderedDict()
+        acct.on_pressure = self.relieve
+
+    def relieve(self, need: int) -> None:
+        """Offload points until `need` bytes are free on the device, or none is left."""
+        freed = 0
+        for (sid, key), store in list(self.order.items()):
+            if freed >= need:
+                return
+            del self.order[(sid, key)]
+            freed += store.offload(key)
+
+    def forget(self, store: SwapStore, key: Any) -> None:
+        self.order.pop((id(store), key), None)
+
+
+class SwapStore(TrackedStore):
+    """A tracked point store whose points may be offloaded to the host pool."""
+
+    def __init__(self, tid: TensorId, acct: MemoryAccountant, storage: Storage,
+                 swapper: Swapper) -> None:
+        super().__init__(tid, acct, storage)
+        self.swapper = swapper
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        super().__setitem__(key, value)
+        k, n = self.storage(value)
+        if n >= self.swapper.min_bytes and self.held[k][1] == 1:  # sole owner: may go
+            self.swapper.order[(id(self), key)] = self
+
+    def offload(self, key: Any) -> int:
+        """Move point `key` to the host pool; the device bytes this frees."""
+        value = dict.get(self, key)
+        if value is None or isinstance(value, Offloaded):
+            return 0
+        k, n = self.storage(value)
+        ref = self.held.get(k)
+        if ref is None or ref[1] != 1:
+            return 0
+        del self.held[k]
+        self.acct.credit(n)
+        self.acct.host_charge(n)
+        self.acct.swapped += n
+        dict.__setitem__(self, key, Offloaded(self.swapper.to_host(value), n))
+        return n
+
+    def __getitem__(self, key: Any) -> Any:
+        value = dict.__getitem__(self, key)
+        if not isinstance(value, Offloaded):
+            return value
+        back = self.swapper.to_device(value.host)
+        self.acct.host_credit(value.nbytes)
+        self.acct.fetched += value.nbytes
+        dict.pop(self, key)
+        self.__setitem__(key, back)
+        return back
+
+    def pop(self, key: Any, default: Any = None) -> Any:
+        self.swapper.forget(self, key)
+        value = dict.get(self, key, default)
+        if isinstance(value, Offloaded):
+            dict.pop(self, key)
+            self.acct.host_credit(value.nbytes)
+            return None
+        return super().pop(key, default)
+
+    def clear(self) -> None:
+        for key in list(self.keys()):
+            self.pop(key)
+
+    def values(self) -> Any:  # device values only: swapped points are on the host
+        return [v for v in dict.values(self) if not isinstance(v, Offloaded)]
