@@ -85,7 +85,12 @@ def orthogonal_init(shape: ShapeLike, dtype: DataTypeLike | None = None,
 
     dims = tuple(int(d) for d in Shape.from_(shape))
     dt = _dt(dtype)
-    gen = torch.Generator().manual_seed(int(active_ctx().execution_config.seed))
+    ctx = active_ctx()
+    # One stream per call (the n-th orthogonal tensor of a context): same-shaped layers must
+    # not start identical, and a program's weights still follow the config seed.
+    nth = ctx.__dict__.get("_orthogonal_draws", 0)
+    ctx.__dict__["_orthogonal_draws"] = nth + 1
+    gen = torch.Generator().manual_seed(int(ctx.execution_config.seed) * 1_000_003 + nth)
 
     def draw() -> Any:
         w = torch.empty(dims, dtype=torch.float64)

@@ -87,6 +87,17 @@ def test_initialisers() -> None:
     assert_same(orth @ orth.T, 4 * torch.eye(8), atol=1e-5, rtol=1e-5)
 
 
+def test_orthogonal_init_draws_differ_per_call_and_repeat_per_seed() -> None:
+    """Two same-shaped layers must not start identical (each call is its own stream), and
+    recording the same program again gives the same weights."""
+    first = run_static(lambda: [tpo.orthogonal_init((6, 6)), tpo.orthogonal_init((6, 6))])
+    again = run_static(lambda: [tpo.orthogonal_init((6, 6)), tpo.orthogonal_init((6, 6))])
+    assert (first[0] - first[1]).abs().max() > 0.1
+    assert_same(first, again)
+    for w in first:
+        assert_same(w @ w.T, 2 * torch.eye(6), atol=1e-5, rtol=1e-5)
+
+
 def test_state_dict_and_sources() -> None:
     sd = {"w": torch.arange(6.0).reshape(2, 3), "layer.0": torch.ones(3), "layer.1": torch.zeros(3)}
     got = run_static(lambda: [tpo.init_from_statedict(sd, "w"),
