@@ -7,17 +7,11 @@ from typing import Any
 from tempo.bench.experiments.common import MIB, TableSpec, agreeing, points
 from tempo.bench.registry import Experiment, Point, System, register
 
-TEMPO_LM = ("the static tile size U is not a knob of the Tempo GPT-2 system yet (the storage "
-            "pass picks block stores itself)")
 G = "tempo.bench.baselines."
 TEMPO_ACCT = ("Tempo's bytes are its own: the stores' accountant (point stores by storage, "
               "block stores of U points allocated as written, window stores of 2W points), "
               "sampled after every decode step and charged with the same output buffer as "
               "the baselines; Tempo runs with the same device cap, so its OOMs are its own.")
-
-
-def _tempo(name: str = "tempo", why: str = TEMPO_LM) -> System:
-    return System(name, None, "decode", missing=why)
 
 
 GPT2_SYSTEMS = [
@@ -129,7 +123,7 @@ def _e2_grid(quick: bool) -> list[Point]:
     us = [64, 256] if quick else [16, 32, 64, 128, 256, 512, 1024]
     cfgs = [dict(MODEL, seq_len=1024, attn="causal", window=128, batch=b, block=u)
             for b in ([16] if quick else [1, 16]) for u in us]
-    return points("gpt2_block_size", [_tempo()], cfgs,
+    return points("gpt2_block_size", GPT2_SYSTEMS[:1], cfgs,
                   lambda s, c: f"gpt2_decode/block_size_microbenchmark/bs{c['batch']}_block"
                                f"{c['block']}")
 
@@ -137,7 +131,7 @@ def _e2_grid(quick: bool) -> list[Point]:
 register(Experiment(
     "gpt2_block_size", "E2 — static tile size U-curve (Figs 11/18)",
     "A U-curve in U whose optimum moves to smaller U as batch grows (Tempo only).",
-    [_tempo()], _e2_grid, aliases=("e2",),
+    GPT2_SYSTEMS[:1], _e2_grid, aliases=("e2",),
     extra={"table": TableSpec("tpt", "ms/token", 1e3,
                               lambda c: f"bs {c['batch']} U {c['block']}")}))
 
