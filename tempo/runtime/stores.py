@@ -255,11 +255,16 @@ class BlockStore(RangedStore):
         self.block = block
 
     def _open(self, bkey: tuple) -> list[Any]:
-        lay = self.lay
-        buf = self.bufs[bkey] = lay.buffer(self.block)
-        slots = self.slots[bkey] = [lay.select(buf, lay.axis, j) for j in range(self.block)]
+        """A new block; its slot views are made when first used (a block of U points may
+        see far fewer writes, e.g. T < U, and is reopened every outer iteration)."""
+        self.bufs[bkey] = self.lay.buffer(self.block)
+        slots = self.slots[bkey] = [None] * self.block
         self.filled[bkey] = set()
         return slots
+
+    def _view(self, bkey: tuple, slots: list[Any], j: int) -> Any:
+        view = slots[j] = self.lay.select(self.bufs[bkey], self.lay.axis, j)
+        return view
 
     def write(self, pre: tuple, i: int, value: Any) -> None:
         """The generated code's write: copy into the slot view of point `i`."""
@@ -268,13 +273,16 @@ class BlockStore(RangedStore):
         slots = self.slots.get(bkey)
         if slots is None:
             slots = self._open(bkey)
-        self.lay.put(slots[j], value)
+        view = slots[j]
+        self.lay.put(self._view(bkey, slots, j) if view is None else view, value)
         self.filled[bkey].add(j)
 
     def __getitem__(self, key: tuple) -> Any:
         pre, i = self.lay.split(key)
         b, j = divmod(i, self.block)
-        return self.slots[(pre, b)][j]
+        slots = self.slots[(pre, b)]
+        view = slots[j]
+        return self._view((pre, b), slots, j) if view is None else view
 
     def __contains__(self, key: object) -> bool:
         if not isinstance(key, tuple):
