@@ -22,6 +22,7 @@ pool (`HostPool`), counted apart from the device.
 
 from __future__ import annotations
 
+import abc
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -205,7 +206,7 @@ class Layout:
         return self.move(view, self.axis) if self.axis else view
 
 
-class RangedStore:
+class RangedStore(abc.ABC):
     """What block and window stores share: buffers of points along one dim (`bufs`), a
     view per slot (`slots`, so a write is one copy) and the points alive (`filled`)."""
 
@@ -216,8 +217,9 @@ class RangedStore:
         self.slots: dict[tuple, list[Any]] = {}
         self.filled: dict[tuple, set[int]] = {}
 
+    @abc.abstractmethod
     def write(self, pre: tuple, i: int, value: Any) -> None:
-        raise NotImplementedError
+        """Copy `value` into point `i` along the stored dim (each store places it)."""
 
     def __setitem__(self, key: tuple, value: Any) -> None:
         pre, i = self.lay.split(key)

@@ -7,6 +7,7 @@ Parameters evolve along the builder's update domain (e.g. `(i,)`), as every `nn.
 
 from __future__ import annotations
 
+import abc
 import math
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -39,7 +40,7 @@ class Trunk(Module):
         return h
 
 
-class Network(Module):
+class Network(Module, abc.ABC):
     """Trunk + first decoder (+ value decoder). Subclasses say what the first decoder means."""
 
     def __init__(self, trunk: Trunk, domain: Any = None, independent_domain: Any = None,
@@ -65,8 +66,9 @@ class Network(Module):
             self._last["value"] = value
         return action, value
 
+    @abc.abstractmethod
     def _decode(self, z: RecurrentTensor) -> RecurrentTensor:
-        raise NotImplementedError
+        """The head's output from the trunk's features (each network kind decodes its own)."""
 
     def _need(self, key: str, what: str) -> Any:
         if key not in self._last:
