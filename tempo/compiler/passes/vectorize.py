@@ -14,19 +14,41 @@ dimension (boundaries such as `x[T-1] = ...; x[True] = y[t+1]`), built from piec
 from __future__ import annotations
 
 from tempo.compiler.passes.vectorize_contract import contract
-from tempo.compiler.passes.vectorize_plan import plan
+from tempo.compiler.passes.vectorize_plan import is_dim, plan
 from tempo.compiler.passes.vectorize_rewrite import vectorize
 from tempo.core.configs import ExecutionConfig
+from tempo.core.index_expr import Symbol
 from tempo.core.sdg import SDG
 
 
 def run(sdg: SDG, cfg: ExecutionConfig) -> SDG:
     batched: set[int] = set()
-    for d in reversed(sdg.universe.variables):
+    dims = sdg.universe.variables
+    for d in reversed(dims):
         if d in sdg.loop_dims:
             continue  # its extent is decided at run time (a boolean bound)
+        if len(dims) > 1 and d == dims[0] and _iterates(sdg, d):
+            continue  # the iteration dim: see _iterates
         size = sdg.bound_defs.get(d.as_bound())
         if isinstance(size, int) and not isinstance(size, bool) and size > 1:
             batched |= vectorize(sdg, plan(sdg, d, size, cfg), cfg.enable_dead_code_elim)
     contract(sdg, batched)
     return sdg
+
+
+def _iterates(sdg: SDG, d: Symbol) -> bool:
+    """Whether some op reads another point of `d` from an op over `d` (a recurrence, e.g.
+    parameters updated over `i`). The outermost such dim is the program's iteration dim: it
+    stays a loop (issue 10: "never the iteration dim"), because batching what does not feed
+    the recurrence — the loss a sink logs, per-iteration metrics — over it would keep every
+    iteration's inputs alive until the last one and run per-iteration sinks at the end."""
+    for i, op in sdg.ops.items():
+        if d not in op.domain:
+            continue
+        for e in sdg.in_edges[i]:
+            src = sdg.ops[e.src.op_id]
+            if d in src.domain:
+                member = e.expr[src.domain.find_variable_index(d)]
+                if not is_dim(member, d):
+                    return True
+    return False
