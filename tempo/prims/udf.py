@@ -57,16 +57,22 @@ def _np_udf(op: ops.UDFSourceOp | ops.MapUDFOp, be: Any) -> Kernel:
     return lambda *args: user_array(fn(*args), dt)
 
 
+def _vectorised_fn(op: ops.UDFSourceOp | ops.MapUDFOp, D: int, d: str) -> Any:
+    """The user's vectorised function of `op` over dimension `d` of size `D`, or None (no
+    `lazy_vectorized_version`, a UDF without symbol values, or it declines this dim)."""
+    if op.lazy_vectorized_version is None or not op.with_ts:
+        return None
+    dim = next(v for v in op.domain.variables if v.name == d)
+    return op.lazy_vectorized_version(dim, D)
+
+
 def _batch_udf_source(op: ops.UDFSourceOp, batched: list[bool], shapes: list[Any], D: int,
                       d: str) -> Batching | None:
     """Only with the user's vectorised version (`lazy_vectorized_version`), asked for the
     dimension and its size; without one (or when it returns None for this dimension)
     the source keeps its loop. A source is batched over one dimension at most. (Sink
     UDFs have no batching rule: they keep their loops.)"""
-    if op.lazy_vectorized_version is None or not op.with_ts:
-        return None
-    dim = next(v for v in op.domain.variables if v.name == d)
-    fn = op.lazy_vectorized_version(dim, D)
+    fn = _vectorised_fn(op, D, d)
     if fn is None:
         return None
     return same(replace(op, fn=fn, shape=op.shape.prepend_dim(D),
@@ -76,10 +82,7 @@ def _batch_map_udf(op: ops.MapUDFOp, batched: list[bool], shapes: list[Any], D: 
                    d: str) -> Batching | None:
     """As a source's rule, for a map with a vectorised version (an env step over a batch
     dim): the input is taken (or broadcast to) `(D, ...)`, the result is `(D, ...)`."""
-    if op.lazy_vectorized_version is None or not op.with_ts:
-        return None
-    dim = next(v for v in op.domain.variables if v.name == d)
-    fn = op.lazy_vectorized_version(dim, D)
+    fn = _vectorised_fn(op, D, d)
     if fn is None:
         return None
     return Batching(replace(op, fn=fn, shape=op.shape.prepend_dim(D),
