@@ -66,6 +66,26 @@ def read_slices(store: dict, parts: tuple, stack: Callable) -> Any:
     return store[parts]
 
 
+def _runs_ops(node: Node) -> bool:
+    """Whether a schedule subtree executes an op (not only frees)."""
+    if isinstance(node, Exec):
+        return True
+    if isinstance(node, Seq):
+        return any(_runs_ops(c) for c in node.children)
+    if isinstance(node, Loop | While):
+        return _runs_ops(node.body)
+    if isinstance(node, If):
+        return _runs_ops(node.then) or (node.else_ is not None and _runs_ops(node.else_))
+    return False
+
+
+def _needs_last_step(tree: Node) -> bool:
+    """Whether ops run after the last outer loop that yields (or there is no such loop)."""
+    top = tree.children if isinstance(tree, Seq) else [tree]
+    steps = [k for k, c in enumerate(top) if isinstance(c, Loop) and _runs_ops(c.body)]
+    return not steps or any(_runs_ops(c) for c in top[steps[-1] + 1:])
+
+
 class CodeGen:
     """Emits the body of `run()` for one schedule over one SDG."""
 
@@ -164,7 +184,7 @@ class CodeGen:
             self.emit(node.body, ind + 1)
             if self.tick and ind == 1:
                 self.lines.append(f"{pad}    mem_tick()")
-            if self.steps and ind == 1:
+            if self.steps and ind == 1 and _runs_ops(node.body):  # a loop of frees is no step
                 self.lines.append(f"{pad}    yield None")
             if end is not None:  # code after the loop sees the dimension's real extent
                 self.lines.append(f"{pad}{end.bound} = min({end.bound}, ENDS[{end.var!r}])")
@@ -347,7 +367,10 @@ def generate(
     gen.emit(tree, 1)
     if tick is not None:  # a last sample: programs without an outer loop have one too
         gen.lines.append("    mem_tick()")
-    if steps:
+    if steps and _needs_last_step(tree):
+        # a last step for statements after the outer loop (or the whole of a program
+        # without one); none when the outer loop's own yield was the last thing run, so
+        # tick() is True once per outer iteration and no more
         gen.lines.append("    yield None")
     header = ["def run():"]
     gen.lines = [f"    {name} = {value}" for name, value in sorted(bounds.items())] + gen.lines

@@ -50,7 +50,19 @@ def test_never_done_runs_to_the_maximum_and_tick_streams() -> None:
     while exe.tick():
         ticks += 1
     assert len(seen) == 6 and exe.dimension_extents() == {t.name: 6}
-    assert ticks >= 6
+    # a tick per outer iteration that runs ops: the 6 points, the point x[T] that x[t + 1]
+    # writes at t = T - 1, then the sum after the loop; the loop of frees is no tick
+    assert ticks == 6 + 1 + 1
+
+
+def test_tick_stops_where_the_boolean_bound_ends() -> None:
+    exe, seen, _, t = _counter([0.0], 3.0, 10)
+    ticks = 0
+    while exe.tick():
+        ticks += 1
+    # done at t = 3: 4 points, then the sum after the loop; nothing after the end is a tick
+    assert len(seen) == 4 and exe.dimension_extents() == {t.name: 4}
+    assert ticks == 4 + 1
 
 
 def test_nested_dimension_restarts_at_the_maximum() -> None:
