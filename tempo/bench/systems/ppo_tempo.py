@@ -1,6 +1,7 @@
 """Tempo's PPO system of E5/E6 (BENCHMARKS.md §7.6): the artifact's program structure on the
 trivial env — envs on a symbolic dim b, iterations i, steps t — with the CleanRL baseline's
 hyper-parameters (same network sizes, GAE γ/λ, clip, coefficients, Adam lr).
+Memory is Tempo's own accountant, under the point's cap with swapping on (tempo_memory).
 
 Compile time (wall and CPU of this process) is returned with the results; the iteration
 time is execute()'s wall time over the iterations (iteration 0 included)."""
@@ -18,13 +19,15 @@ from tempo.api.rl.env.env import Env
 from tempo.api.rl.networks.model_builder import ModelBuilder
 from tempo.bench.baselines.ppo_cleanrl import DEFAULTS
 from tempo.bench.memory import DeviceMemoryAccountant
+from tempo.bench.systems.tempo_memory import memory_config, report_memory
 from tempo.bench.timing import StatsLogger
 from tempo.core.configs import ExecutionConfig
 
 
-def _program(c: dict[str, Any], backend: str, logger: StatsLogger) -> tuple[Any, dict]:
-    ctx = TempoContext(ExecutionConfig(dev="cpu", backend=backend, path="", seed=c["seed"]),
-                       num_dims=3)
+def _program(c: dict[str, Any], backend: str, logger: StatsLogger,
+             memory: dict[str, Any]) -> tuple[Any, dict]:
+    ctx = TempoContext(ExecutionConfig(dev="cpu", backend=backend, path="", seed=c["seed"],
+                                       **memory), num_dims=3)
     (b, B), (i, I), (t, T) = ctx.variables_and_bounds
     with ctx:
         env = Env.make_env("trivial.trivial", max_episode_steps=c["ep_len"],
@@ -63,7 +66,7 @@ def train(cfg: dict[str, Any], acct: DeviceMemoryAccountant, logger: StatsLogger
           backend: str) -> dict[str, Any]:
     c = dict(DEFAULTS)
     c.update({k: v for k, v in cfg.items() if v is not None})
-    ctx, bounds = _program(c, backend, logger)
+    ctx, bounds = _program(c, backend, logger, memory_config(acct))
     w0, c0 = time.perf_counter(), time.process_time()
     exe = ctx.compile(bounds)
     compile_s, compile_cpu = time.perf_counter() - w0, time.process_time() - c0
@@ -73,7 +76,8 @@ def train(cfg: dict[str, Any], acct: DeviceMemoryAccountant, logger: StatsLogger
     # The logging sink may run after the last iteration (nothing orders it earlier), so its
     # timestamps cannot time iterations: the mean is the execute() wall time over I.
     return {"compile_s": compile_s, "compile_cpu_s": compile_cpu,
-            "iter_mean": run_s / c["iterations"], "execute_s": run_s}
+            "iter_mean": run_s / c["iterations"], "execute_s": run_s,
+            **report_memory(exe, acct)}
 
 
 def train_tempo_torch(cfg: dict[str, Any], acct: DeviceMemoryAccountant,
