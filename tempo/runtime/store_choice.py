@@ -10,11 +10,17 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from tempo.core.index_expr import Slice
+from tempo.core.index_expr import Slice, Symbol
+from tempo.core.ops import SinkUDFOp
 from tempo.core.sdg import SDG, TensorId
 from tempo.schedule.tree import Exec, If, Loop, Node, Seq, While
 
 MAX_SCAN = 1 << 14  # bounds above this are not scanned point by point for window widths
+# The test harness (tests/core/programs.py) sets this to exercise window stores on small
+# programs: every tensor a window store can legally hold gets one, whether or not it
+# saves memory (a ring of 2W points may exceed the bound) and whether it is read through
+# slices or only at points (x[t-1]).
+FORCE_CIRCULAR = False
 
 
 @dataclass(frozen=True)
@@ -56,14 +62,50 @@ def choose(sdg: SDG, tree: Node, bounds: dict, block: int, circular: bool
     loops = loops_of(tree)
     out = {}
     for tid, dim in sdg.block_stores.items():
-        op = sdg.ops[tid.op_id]
-        size = int(op.domain.bound_of(op.domain.variables[dim]).evaluate(bounds))
+        size = _size(sdg, tid, dim, bounds)
         w = _window(sdg, tid, dim, size, bounds, loops) if circular else None
-        if w is not None and 2 * w < size:
+        if w is not None and (2 * w < size or FORCE_CIRCULAR):
             out[tid] = StoreKind("circular", dim, w)
         else:
             out[tid] = StoreKind("block", dim, max(1, min(block, size)))
+    if circular and FORCE_CIRCULAR:
+        out.update(_forced_windows(sdg, bounds, loops, set(out)))
     return out
+
+
+def _size(sdg: SDG, tid: TensorId, dim: int, bounds: dict) -> int:
+    op = sdg.ops[tid.op_id]
+    return int(op.domain.bound_of(op.domain.variables[dim]).evaluate(bounds))
+
+
+def _forced_windows(sdg: SDG, bounds: dict, loops: dict[int, list[Loop]],
+                    taken: set[TensorId]) -> dict[TensorId, StoreKind]:
+    """Window stores for the point-read tensors that can have one (FORCE_CIRCULAR): every
+    read along the window's dim stays within its newest W points, and reads name the
+    reader's own point along every other dim (so each window is the reader's prefix's)."""
+    out = {}
+    for tid, info in sdg.tensors.items():
+        op = sdg.ops[tid.op_id]
+        if tid in taken or not info.shape.is_static() or isinstance(op, SinkUDFOp):
+            continue
+        for dim in range(len(op.domain.variables)):
+            if not _same_prefix(sdg, tid, dim):
+                continue
+            size = _size(sdg, tid, dim, bounds)
+            w = _window(sdg, tid, dim, size, bounds, loops)
+            if w is not None:
+                out[tid] = StoreKind("circular", dim, w)
+                break
+    return out
+
+
+def _same_prefix(sdg: SDG, tid: TensorId, dim: int) -> bool:
+    variables = sdg.ops[tid.op_id].domain.variables
+    for e in sdg.readers(tid):
+        for k, (v, m) in enumerate(zip(variables, e.expr)):
+            if k != dim and not (isinstance(m, Symbol) and m.name == v.name):
+                return False
+    return True
 
 
 def _window(sdg: SDG, tid: TensorId, dim: int, size: int, bounds: dict,

@@ -1,42 +1,77 @@
-"""Helpers for program tests: run a Tempo program and fetch results as torch tensors."""
+"""Helpers for program tests: run a Tempo program and fetch results as torch tensors.
+
+`run` runs a program plainly and then under every forced mode of `MODES` (tiny store
+blocks, circular stores wherever legal, swapping under a tiny device cap, ...), each of
+which must agree with the plain run. A new mode is one `Mode(...)` line in `MODES`."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import importlib
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
 
 from tempo.api import RecurrentTensor, TempoContext
 from tempo.compiler.pipeline import CLEANUP
+from tempo.runtime import store_choice
+
+Build = Callable[..., dict[str, RecurrentTensor]]
+Results = dict[str, torch.Tensor]
 
 
-def run(cfg: Any, num_dims: int, build: Callable[..., dict[str, RecurrentTensor]],
-        bounds: dict[int, int], both_stores: bool = True) -> dict[str, torch.Tensor]:
+@dataclasses.dataclass(frozen=True)
+class Program:
+    """One program test's build function, dimension count and bounds."""
+
+    num_dims: int
+    build: Build
+    bounds: dict[int, int]
+
+
+Runner = Callable[[Any, Program, dict[str, Any]], tuple[Results, Any]]
+
+
+def run_plain(cfg: Any, prog: Program, done: dict[str, Any]) -> tuple[Results, Any]:
+    """One compile and run (`done`, the executors of earlier modes, is unused)."""
+    return run_once(cfg, prog.num_dims, prog.build, prog.bounds)
+
+
+@dataclasses.dataclass(frozen=True)
+class Mode:
+    """A configuration every program test also runs under: `configure` turns the test's
+    config into it, `runner` compiles and runs (it may look at earlier modes' executors),
+    and the results must equal the plain run's — bit for bit, or within `atol` for modes
+    that reassociate floating-point sums (blocked reductions)."""
+
+    name: str
+    configure: Callable[[Any], Any]
+    runner: Runner = run_plain
+    atol: float = 0.0
+
+
+def run(cfg: Any, num_dims: int, build: Build, bounds: dict[int, int],
+        both_stores: bool = True) -> Results:
     """Build with the context's (var, bound) pairs; return every named tensor, all points
     stacked in domain order (bounds keyed by the position of the dimension).
 
-    Runs the program four times — point stores with every pass off, block stores, the
-    memory mode (every clean-up pass of the compiler and garbage collection on, blocks of 3
-    points so reads span blocks, window reads in circular stores, memory tracked) and the
-    swap mode (the same with swapping on under a cap of half its peak) — and requires all
-    to agree bit for bit: each test checks every pipeline variant."""
-    res = _run(cfg, num_dims, build, bounds)
-    if not both_stores:  # the build has side effects (sinks into lists): run once
+    Runs the program plainly under `cfg`, then under every mode of `MODES`, and requires
+    each to agree with the plain run: each program test checks every pipeline variant.
+    `both_stores=False` (the build has side effects, e.g. sinks into lists) runs it once."""
+    prog = Program(num_dims, build, bounds)
+    res, _ = run_plain(cfg, prog, {})
+    if not both_stores:
         return res
-    block_cfg = dataclasses.replace(cfg, enable_hybrid_tensorstore=True, enable_inplace_write=True,
-                                    enable_lazy_slice=True)
-    blocked = _run(block_cfg, num_dims, build,
-                   bounds)
-    optimised, exe = run_once(memory_mode(block_cfg), num_dims, build, bounds)
-    swapped = run_swapped(swap_mode(block_cfg), exe.accountant.peak, num_dims, build, bounds)
-    for name in res:
-        torch.testing.assert_close(blocked[name], res[name], rtol=0, atol=0)
-        torch.testing.assert_close(optimised[name], res[name], rtol=0, atol=0)
-        torch.testing.assert_close(swapped[name], res[name], rtol=0, atol=0)
+    done: dict[str, Any] = {}
+    for mode in MODES:
+        got, done[mode.name] = mode.runner(mode.configure(cfg), prog, done)
+        for name in res:
+            torch.testing.assert_close(got[name], res[name], rtol=0, atol=mode.atol,
+                                       msg=lambda m, n=name, md=mode.name: f"mode {md!r}, "
+                                       f"tensor {n!r} differs from the plain run: {m}")
     return res
 
 
@@ -53,9 +88,17 @@ VECTORIZATION = {"enable_vectorization": True, "enable_non_trivial_vectorization
                  "reject_vec_groups_smaller_than": 1}
 
 
+def blocks_mode(cfg: Any) -> Any:
+    """`cfg` with block stores of 2 points for tensors read through slices (reads span
+    blocks), written in place and read as views."""
+    return dataclasses.replace(cfg, enable_hybrid_tensorstore=True, enable_inplace_write=True,
+                               enable_lazy_slice=True, inc_statify_block_size=2)
+
+
 def memory_mode(cfg: Any) -> Any:
-    """`all_passes(cfg)` with tiny store blocks and memory tracking (a cap never reached)."""
-    return dataclasses.replace(all_passes(cfg), inc_statify_block_size=3,
+    """`all_passes(blocks_mode(cfg))` with blocks of 3 points and memory tracking (a cap
+    never reached): window reads get circular stores where they save memory."""
+    return dataclasses.replace(all_passes(blocks_mode(cfg)), inc_statify_block_size=3,
                                device_memory_cap_bytes=1 << 40)
 
 
@@ -64,30 +107,53 @@ def swap_mode(cfg: Any) -> Any:
     return dataclasses.replace(memory_mode(cfg), enable_swap=True, swap_bytes_min=0)
 
 
-def run_swapped(cfg: Any, peak: int, num_dims: int, build: Callable[..., Any],
-                bounds: dict[int, int]) -> dict[str, torch.Tensor]:
-    """Results under a device cap below `peak` (the unswapped run's): half of it, else
-    three quarters, else just under it — block stores and views are not swappable, so a
-    program may need more than half its peak on the device; at the peak the run is
-    unconstrained."""
+@contextlib.contextmanager
+def forced_circular() -> Iterator[None]:
+    """Every tensor a window store can legally hold gets one (see store_choice)."""
+    old, store_choice.FORCE_CIRCULAR = store_choice.FORCE_CIRCULAR, True
+    try:
+        yield
+    finally:
+        store_choice.FORCE_CIRCULAR = old
+
+
+def run_circular(cfg: Any, prog: Program, done: dict[str, Any]) -> tuple[Results, Any]:
+    with forced_circular():
+        return run_plain(cfg, prog, done)
+
+
+def run_swapped(cfg: Any, prog: Program, done: dict[str, Any]) -> tuple[Results, Any]:
+    """Results under a tiny device cap: a quarter of the unswapped peak (the memory
+    mode's), else half, three quarters, just under it — block stores and views are not
+    swappable, so a program may need most of its peak on the device; at the peak the
+    run is unconstrained."""
     from tempo.core.errors import TempoMemoryError
 
-    for cap in (peak // 2, peak * 3 // 4, peak - 1, peak):
+    base = done.get("memory")
+    if base is None:
+        base = run_plain(memory_mode(cfg), prog, done)[1]
+    peak = base.accountant.peak
+    for cap in (peak // 4, peak // 2, peak * 3 // 4, peak - 1, peak):
         try:
-            return run_once(dataclasses.replace(cfg, device_memory_cap_bytes=max(cap, 1)),
-                            num_dims, build, bounds)[0]
+            return run_plain(dataclasses.replace(cfg, device_memory_cap_bytes=max(cap, 1)),
+                             prog, done)
         except TempoMemoryError:
             continue
     raise AssertionError("the swap run does not fit even under its unswapped peak")
 
 
-def _run(cfg: Any, num_dims: int, build: Callable[..., dict[str, RecurrentTensor]],
-         bounds: dict[int, int]) -> dict[str, torch.Tensor]:
-    return run_once(cfg, num_dims, build, bounds)[0]
+# Every program test runs under each of these after its plain run (in this order: the
+# swap mode's cap comes from the memory mode's peak). Adding a mode is one line.
+MODES: list[Mode] = [
+    Mode("blocks", blocks_mode),
+    Mode("memory", memory_mode),
+    Mode("circular", memory_mode, run_circular),
+    Mode("swap", swap_mode, run_swapped),
+]
 
 
-def run_once(cfg: Any, num_dims: int, build: Callable[..., dict[str, RecurrentTensor]],
-             bounds: dict[int, int]) -> tuple[dict[str, torch.Tensor], Any]:
+def run_once(cfg: Any, num_dims: int, build: Build,
+             bounds: dict[int, int]) -> tuple[Results, Any]:
     """One compile and run under `cfg`: every named tensor (kept from elimination) and the
     executor (whose `sdg` is the graph the passes left)."""
     ctx = TempoContext(cfg, num_dims=num_dims)

@@ -1,0 +1,62 @@
+"""The forced modes of the program-test harness (`programs.MODES`) do what they force: a
+mode that silently ran the plain pipeline would let every program test pass unchecked."""
+
+from __future__ import annotations
+
+import torch
+from programs import MODES, Program, memory_mode, run_circular, run_plain, run_swapped, swap_mode
+
+from tempo.api import RecurrentTensor as RT
+from tempo.core.dtype import dtypes
+from tempo.runtime.stores import CircularStore
+
+T_ = 9
+XT = torch.randn(T_, 64, generator=torch.Generator().manual_seed(0))
+
+
+def _program() -> Program:
+    def build(tT):  # noqa: ANN001, ANN202
+        t, _ = tT
+        x = RT.source_with_ts_udf(lambda ts: XT[ts[t]], (64,), dtypes.float32, domain=(t,))
+        y = (x * 2.0).exp()
+        z = RT.placeholder((64,), dtypes.float32, domain=(t,))
+        z[0] = y[0]
+        z[True] = z[t - 1] * 0.5 + y + y[t - 1]
+        return {"z": z}
+
+    return Program(1, build, {0: T_})
+
+
+def _want() -> torch.Tensor:
+    y = (XT * 2.0).exp()
+    out = [y[0]]
+    for k in range(1, T_):
+        out.append(out[-1] * 0.5 + y[k] + y[k - 1])
+    return torch.stack(out)
+
+
+def test_modes_have_distinct_names() -> None:
+    names = [m.name for m in MODES]
+    assert len(names) == len(set(names)) and {"blocks", "memory", "circular", "swap"} <= set(names)
+
+
+def test_circular_mode_gives_point_read_tensors_window_stores(cfg) -> None:
+    prog = _program()
+    plain, mem = run_plain(memory_mode(cfg), prog, {})
+    got, exe = run_circular(memory_mode(cfg), prog, {})
+    assert not any(isinstance(s, CircularStore) for s in mem.stores.values())
+    point_read = [tid for tid, s in exe.stores.items()
+                  if isinstance(s, CircularStore) and tid not in exe.sdg.block_stores]
+    assert point_read  # tensors read only at points (z's terms) get windows too
+    torch.testing.assert_close(plain["z"], _want(), rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(got["z"], plain["z"], rtol=0, atol=0)
+
+
+def test_swap_mode_swaps_under_a_cap_below_the_peak(cfg) -> None:
+    prog = _program()
+    plain, mem = run_plain(memory_mode(cfg), prog, {})
+    got, exe = run_swapped(swap_mode(cfg), prog, {"memory": mem})
+    stats = exe.memory_stats()
+    assert stats["cap_bytes"] < mem.accountant.peak
+    assert stats["swapped_bytes"] > 0 and stats["peak_bytes"] <= stats["cap_bytes"]
+    torch.testing.assert_close(got["z"], plain["z"], rtol=0, atol=0)
