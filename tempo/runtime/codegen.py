@@ -11,6 +11,7 @@ from tempo.core import ops
 from tempo.core.errors import TempoError, UnsupportedError
 from tempo.core.index_expr import PY_GLOBALS, IndexSequence, Slice
 from tempo.core.sdg import SDG, Edge, TensorId
+from tempo.runtime.codegen_charges import Charges
 from tempo.runtime.codegen_locals import transient_tensors
 from tempo.schedule.tree import Exec, Free, If, Loop, Node, Seq, While
 
@@ -106,6 +107,7 @@ class CodeGen:
         self.lines: list[str] = []
         self.line_ops: dict[int, int] = {}
         self.local: set[TensorId] = set()
+        self.charges: Charges | None = None  # a tracked run's charges for its locals
 
     def plan_locals(self, tree: Node, candidates: set[TensorId]) -> None:
         """Keep the candidates that are consumed where they are made in locals."""
@@ -249,9 +251,11 @@ class CodeGen:
     def frees(self, frees: list[Free], pad: str) -> None:
         """A run of frees: the locals are dropped in one statement, and stores freeing the
         same point share one key."""
-        drop = [local_name(f.tensor) for f in frees if f.tensor in self.local]
+        drop = [f.tensor for f in frees if f.tensor in self.local]
         if drop:
-            self.lines.append(f"{pad}{' = '.join(drop)} = None")
+            self.lines.append(f"{pad}{' = '.join(map(local_name, drop))} = None")
+            if self.charges is not None:
+                self.lines.extend(self.charges.dropped_line(drop, pad))
         by_key: dict[str, list[str]] = {}
         for f in frees:
             if f.tensor in self.stored and f.tensor not in self.local:
@@ -271,6 +275,8 @@ class CodeGen:
         edges = self.sdg.in_edges[op.op_id]
         if isinstance(op, ops.MergeOp):
             self.merge(op, edges, names, key, pad)
+            if self.charges is not None:  # the value is one of the branches' sources
+                self.charge(op, names, [e.src if e.is_point() else None for e in edges], pad)
             return
         args = [self.read(e, names) for e in edges]
         exprs = self.kernel_ops.get(op.op_id, op).runtime_exprs()
@@ -294,6 +300,19 @@ class CodeGen:
             for k in range(n):
                 self.lines.append(pad + self.assign(TensorId(op.op_id, k), op, names, key,
                                                     f"_o{k}"))
+        if n and self.charges is not None:
+            e = edges[0] if edges else None
+            view = e.src if e is not None and (e.is_point() or e.src in self.blocked) else None
+            self.charge(op, names, [view], pad)
+
+    def charge(self, op: ops.Op, names: dict[str, str], sources: list[TensorId | None],
+               pad: str) -> None:
+        """A tracked run charges the locals `op` just made (see codegen_charges)."""
+        assert self.charges is not None
+        for k in range(op.num_outputs):
+            tid = TensorId(op.op_id, k)
+            if tid in self.local:
+                self.lines.extend(self.charges.made(op, tid, names, sources, pad))
 
     def assign(self, tid: TensorId, op: ops.Op, names: dict[str, str], key: str,
                value: str) -> str:
@@ -345,13 +364,16 @@ def generate(
     kernel_ops: dict[int, ops.Op] | None = None,
     use_locals: bool = True,
     tick: Callable[[], None] | None = None,
+    accountant: Any = None,
+    views_share: bool = True,
 ) -> Generated:
     """Compile the schedule into `run()` (or, with `steps`, a generator `run()` that yields
     after each outer-loop iteration and at barriers); stores and kernels are bound.
     `kernel_ops` are the ops the kernels were made from (bounds substituted, so fewer
-    runtime args); with `use_locals`, points consumed where they are made skip the plain
-    dict stores (never tracked stores, so the accountant sees every value, nor block
-    stores, whose writes must be seen)."""
+    runtime args); with `use_locals`, points consumed where they are made skip the point
+    stores (never block stores, whose writes must be seen); with an `accountant` (a
+    tracked run) the locals are charged to it by their static bytes (`views_share`: the
+    backend's movement ops return views, which cost nothing of their own)."""
     blocked = {tid: s.dim for tid, s in stores.items() if hasattr(s, "read_slice")}
     gen = CodeGen(sdg, kernels, set(stores), steps, blocked, endings, kernel_ops,
                   tick is not None)
@@ -362,8 +384,11 @@ def generate(
                                "in the schedule (it was optimised away)")
     if use_locals:  # a stop condition is read from its store: never a local
         stop = {e.tensor for e in endings}
-        gen.plan_locals(tree, {tid for tid, s in stores.items() if type(s) is dict
+        gen.plan_locals(tree, {tid for tid, s in stores.items() if isinstance(s, dict)
+                               and (type(s) is dict or accountant is not None)
                                and not sdg.is_kept(tid.op_id) and tid not in stop})
+        if accountant is not None:
+            gen.charges = Charges(sdg, gen.local, views_share)
     gen.emit(tree, 1)
     if tick is not None:  # a last sample: programs without an outer loop have one too
         gen.lines.append("    mem_tick()")
@@ -377,7 +402,8 @@ def generate(
     gen.line_ops = {k + len(bounds): v for k, v in gen.line_ops.items()}
     ns: dict[str, Any] = dict(PY_GLOBALS)
     ns.update({"read_slices": read_slices, "stack": stack, "undefined": undefined,
-               "ended": ended, "ENDS": ends if ends is not None else {}, "mem_tick": tick})
+               "ended": ended, "ENDS": ends if ends is not None else {}, "mem_tick": tick,
+               "_A": accountant})
     for tid, store in stores.items():
         ns[store_name(tid)] = store
         if tid in blocked:

@@ -86,6 +86,21 @@ class MemoryAccountant:
         if new > self.peak:
             self.peak = new
 
+    def high(self, op_id: int, output: int, nbytes: int) -> None:
+        """The generated code has charged a local `nbytes` and live passed the peak:
+        check the cap (relieving pressure first), then record the peak."""
+        if nbytes > self.largest:
+            self.largest = nbytes
+        cap = self.cap
+        if cap is not None and self.live > cap:
+            if self.on_pressure is not None:
+                self.on_pressure(self.live - cap)
+            if self.live > cap:
+                self.live -= nbytes  # charge() raises, naming the tensor (or, if a
+                self.charge(TensorId(op_id, output), nbytes)  # relief made room, adds)
+        if self.live > self.peak:
+            self.peak = self.live
+
     def credit(self, nbytes: int) -> None:
         self.live -= nbytes
 
@@ -433,8 +448,8 @@ def storage_of(backend: str) -> Storage:
             # A view's _base is the tensor owning the memory (alive while the view is).
             base = x._base
             if base is None:
-                return id(x), x.numel() * x.element_size()
-            return id(base), base.numel() * base.element_size()
+                return id(x), x.nbytes
+            return id(base), base.nbytes
 
         return torch_storage
     if backend == "numpy":

@@ -18,6 +18,7 @@ from tempo.core.sdg import SDG, TensorId
 from tempo.runtime.backend_registry import DLBackend
 from tempo.runtime.backends.protocol import Backend, Kernel
 from tempo.runtime.codegen import Ending, Generated, UndefinedPointError, generate
+from tempo.runtime.codegen_charges import SHARING_BACKENDS
 from tempo.runtime.missing import bad_index_error, no_value_error, removed_error
 from tempo.runtime.static_args import bind_bounds
 from tempo.runtime.store_choice import StoreKind, choose
@@ -110,7 +111,9 @@ class PythonExecutor(Executor):
         gen = functools.partial(generate, *args, endings=endings, ends=self.ends,
                                 kernel_ops=kernel_ops,
                                 use_locals=cfg.enable_custom_thunk_launchers,
-                                tick=self.accountant.tick if tracked else None)
+                                tick=self.accountant.tick if tracked else None,
+                                accountant=self.accountant if tracked else None,
+                                views_share=self.backend.name in SHARING_BACKENDS)
         self.generated: Generated = gen()
         self._make_steps = lambda: gen(steps=True)
         self._steps: Any = None
@@ -205,6 +208,9 @@ class PythonExecutor(Executor):
         for s in self.stores.values():
             s.clear()
         self._steps = None
+        # a run stopped part-way left its locals' charges: live is what the stores hold
+        a = self.accountant
+        a.live = sum(ref[0] for ref in a.held.values())
 
     def tick(self) -> bool:
         """Run one iteration of the outermost loop; False once the program has finished."""

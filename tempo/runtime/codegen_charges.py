@@ -1,0 +1,90 @@
+"""What a tracked run's locals cost the accountant, decided when the code is generated.
+
+A tracked run (a device cap, or debug mode) must see every live value, transients
+included, but asking each value for its storage at run time (a tensor's `_base`, `nbytes`)
+and updating a dict of holders costs more than most kernels it accounts for. A local's
+bytes are known when the code is generated: the product of its shape (dims over loop
+counters render as arithmetic) and its dtype's size. So the generated code charges a
+local with one `_A.live += n` after it is made and credits it where it is dropped; only a
+new peak calls into the accountant (which checks the cap and may swap stored points).
+
+A view (a reshape, permute, expand or slice on a backend whose arrays share memory, or an
+identity) costs nothing of its own: it keeps its base's bytes alive, so the base is
+credited when both it and every local view of it are dropped. A view of a stored value,
+or a recurrence's local taking a stored value, is the store's bytes (counted there).
+"""
+
+from __future__ import annotations
+
+from tempo.core import ops
+from tempo.core.sdg import SDG, TensorId
+
+_VIEWS: tuple[type[ops.Op], ...] = (ops.ReshapeOp, ops.PermuteOp, ops.ExpandOp, ops.SliceOp)
+"""Ops whose output is a view of their first input where arrays share memory."""
+
+SHARING_BACKENDS = ("torch", "numpy")
+"""Backends whose movement ops return views (jax arrays never share)."""
+
+
+class Charges:
+    """Emits the charge and credit statements of locals, in program order."""
+
+    def __init__(self, sdg: SDG, local: set[TensorId], views_share: bool) -> None:
+        self.sdg = sdg
+        self.local = local
+        self.views_share = views_share
+        self.charged: dict[TensorId, str] = {}   # base local -> its bytes expression
+        self.view_of: dict[TensorId, TensorId] = {}  # view local -> its base local
+        self.views: dict[TensorId, set[TensorId]] = {}  # base -> its live views
+        self.dropped: set[TensorId] = set()  # bases dropped while a view lives
+
+    def nbytes(self, tid: TensorId, names: dict[str, str]) -> str:
+        info = self.sdg.tensors[tid]
+        parts = [str(info.dtype.repr_bytes)]
+        for d in info.shape:
+            parts.append(str(d) if isinstance(d, int) else f"({d.to_py(names)})")
+        try:
+            return str(eval("*".join(parts), {}))  # noqa: S307 - ints only: fold
+        except NameError:
+            return "*".join(parts)
+
+    def made(self, op: ops.Op, tid: TensorId, names: dict[str, str],
+             sources: list[TensorId | None], pad: str) -> list[str]:
+        """Lines charging the local `tid` just made by `op` from `sources` (the tensors
+        its value may be, None for a computed value)."""
+        src = sources[0] if len(sources) == 1 else None
+        alias = isinstance(op, ops.IdentOp | ops.MergeOp) or (
+            self.views_share and isinstance(op, _VIEWS))
+        if alias and all(s is not None and s not in self.local for s in sources):
+            return []  # the store's bytes
+        if alias and src is not None and src in self.local:
+            base = self.view_of.get(src, src)
+            if base in self.charged:
+                self.view_of[tid] = base
+                self.views.setdefault(base, set()).add(tid)
+                return []
+        n = self.nbytes(tid, names)
+        self.charged[tid] = n
+        return [f"{pad}_A.live += {n}",
+                f"{pad}if _A.live > _A.peak:",
+                f"{pad}    _A.high({tid.op_id}, {tid.output_id}, {n})"]
+
+    def dropped_line(self, tids: list[TensorId], pad: str) -> list[str]:
+        """The credit for dropping the locals `tids`."""
+        out: list[str] = []
+        for tid in tids:
+            base = self.view_of.pop(tid, None)
+            if base is not None:
+                live = self.views[base]
+                live.discard(tid)
+                if not live and base in self.dropped:
+                    self.dropped.discard(base)
+                    out.append(self.charged.pop(base))
+            elif tid in self.charged:
+                if self.views.get(tid):
+                    self.dropped.add(tid)
+                else:
+                    out.append(self.charged.pop(tid))
+        if not out:
+            return []
+        return [f"{pad}_A.live -= {' + '.join(out)}"]
