@@ -405,6 +405,14 @@ def matmul(x: MaybeRecurrentTensor, y: Any) -> RecurrentTensor:
 dot = matmul
 
 
+def scaled_dot_product_attention(query: MaybeRecurrentTensor, key: Any, value: Any,
+                                 attn_mask: Any = None, is_causal: bool = False,
+                                 scale: float | None = None) -> RecurrentTensor:
+    from tempo.api.ops.linalg import scaled_dot_product_attention as sdpa
+
+    return sdpa(query, key, value, attn_mask, is_causal, scale)
+
+
 __all__ = [
     "add", "sub", "subtract", "mul", "multiply", "div", "divide", "floor_div", "floor_divide",
     "remainder", "mod", "pow_", "square", "squared", "reciprocal", "neg", "negate", "exp", "exp2",
@@ -415,5 +423,6 @@ __all__ = [
     "not_equals", "logical_and", "logical_or", "logical_not", "not_", "relu", "swish", "silu",
     "elu", "leakyrelu", "leaky_relu", "softplus", "mish", "softmax", "cross_entropy", "logsumexp",
     "sum", "mean", "std", "var", "prod", "max", "min", "argmax", "argmin", "cumsum", "cumprod",
-    "l_norm", "discounted_sum", "discounted_cum_sum", "sort", "matmul", "dot"
+    "l_norm", "discounted_sum", "discounted_cum_sum", "sort", "matmul", "dot",
+    "scaled_dot_product_attention",
 ]

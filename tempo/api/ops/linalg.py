@@ -3,6 +3,7 @@ and a size-1 column of y (both >= 2-d, API §3.8) is applied here."""
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any
 
 from tempo.api.tensor_base import active_ctx, lift, record1
@@ -37,6 +38,36 @@ def matmul(x: Any, y: Any) -> RecurrentTensor:
         if squeeze:
             out = out.squeeze(squeeze)
     return out
+
+
+def scaled_dot_product_attention(query: Any, key: Any, value: Any, attn_mask: Any = None,
+                                 is_causal: bool = False,
+                                 scale: float | None = None) -> RecurrentTensor:
+    """softmax(query @ key^T * scale + mask) @ value over the last two dims, as torch's
+    `F.scaled_dot_product_attention`: query (..., L, E), key (..., S, E), value
+    (..., S, Ev) with equal leading dims; `attn_mask` broadcasts to (..., L, S), boolean
+    (True: attend) or float (added to the scores); `scale` defaults to 1/sqrt(E). One
+    primitive: the backend's fused attention kernel, with its own exact gradient."""
+    q, k, v = lift(query), lift(key), lift(value)
+    dt = dtypes.upcast(q.dtype, k.dtype, v.dtype)
+    if not dtypes.is_float(dt):
+        dt = dtypes.float32
+    q, k, v = (x.cast(dt) for x in (q, k, v))
+    if q.ndim < 2:
+        raise ShapeError(f"attention needs query (..., L, E), got shape {q.shape}",
+                         site=user_site())
+    e = q.shape[-1]
+    if scale is None:
+        if not isinstance(e, int):
+            raise ShapeError(f"attention with a symbolic head size {e} needs an explicit "
+                             "scale", site=user_site())
+        scale = 1.0 / math.sqrt(e)
+    ins = [q, k, v]
+    if attn_mask is not None:
+        m = lift(attn_mask)
+        ins.append(m if dtypes.is_bool(m.dtype) else m.cast(dt))
+    return record1(ops.AttentionOp, ins, scale=float(scale), causal=bool(is_causal),
+                   masked=attn_mask is not None)
 
 
 def _mul_sum(x: Any, y: Any) -> RecurrentTensor:
