@@ -35,7 +35,6 @@ enable_eval_symbol_launcher                            one generic op launcher
 enable_symbol_prealloc_store                           symbols are evaluated per point
 min_block_store_tensor_point_size                      block stores follow reads, not sizes
 visualize_debug_stages                                 only the pipeline-stage graphs render
-torch_pinned_memory_enabled                            no pinned host memory
 M                                                      the scheduler needs no big-M constant
 =====================================================  =======================================
 """
@@ -71,7 +70,6 @@ def _entries(support: Support, note: str, *names: str) -> dict[str, FieldSupport
 
 _I, _U, _H = Support.IMPLEMENTED, Support.UNSUPPORTED, Support.HINT
 _GROUPING = "dataflow grouping is not built (the executor launches one op at a time)"
-_SWAP = "swaps are fetched when read: no prefetch, no pinned pool preallocated"
 
 FIELDS: dict[str, FieldSupport] = {
     **_entries(_I, "run directory of compile artefacts", "path"),
@@ -102,11 +100,20 @@ FIELDS: dict[str, FieldSupport] = {
     **_entries(_U, _GROUPING, "enable_conservative_grouping", "enable_group_fissions"),
     **_entries(_U, "code generation of dataflows is not built",
                "enable_codegen_dynamic_dataflows"),
-    **_entries(_I, "under device_memory_cap_bytes, least recently stored points move to a host "
-               "pool and come back when read (the runtime decides; no prefetch)", "enable_swap"),
+    **_entries(_I, "the schedule offloads points idle between the stage that makes them and "
+               "a later stage that reads them to a host pool and fetches them before the "
+               "read; under device_memory_cap_bytes the runtime also offloads the least "
+               "recently stored points rather than fail (point stores only)", "enable_swap"),
     **_entries(_I, "points smaller than this are never swapped", "swap_bytes_min"),
-    **_entries(_U, _SWAP, "runtime_tensor_prefetch_amount_point",
-               "runtime_tensor_prefetch_amount_block", "torch_pinned_prealloc_size_bytes"),
+    **_entries(_I, "the schedule prefetches a swapped point this many iterations of the "
+               "reader's loop before its read (0: fetched at the read)",
+               "runtime_tensor_prefetch_amount_point"),
+    **_entries(_I, "host copies of swapped points are pinned on a GPU (False: pageable, "
+               "copied synchronously); no effect on the CPU", "torch_pinned_memory_enabled"),
+    **_entries(_U, "block and window stores are never swapped (only point stores)",
+               "runtime_tensor_prefetch_amount_block"),
+    **_entries(_U, "pinned host copies are allocated per swapped point, not from a "
+               "preallocated pool", "torch_pinned_prealloc_size_bytes"),
     **_entries(_U, "tensors without a block store always fall back to point stores",
                "enable_point_store_fallback"),
     **_entries(_U, "no generated kernels to profile", "profile_codegen_kernels"),
@@ -150,7 +157,6 @@ FIELDS: dict[str, FieldSupport] = {
     **_entries(_H, "block stores follow the reads, not tensor sizes",
                "min_block_store_tensor_point_size"),
     **_entries(_H, "only the pipeline-stage graphs are written", "visualize_debug_stages"),
-    **_entries(_H, "no pinned host memory", "torch_pinned_memory_enabled"),
     **_entries(_H, "the scheduler needs no big-M constant", "M"),
 }
 

@@ -13,7 +13,7 @@ from tempo.core.index_expr import PY_GLOBALS, IndexSequence, Slice
 from tempo.core.sdg import SDG, Edge, TensorId
 from tempo.runtime.codegen_charges import Charges
 from tempo.runtime.codegen_locals import transient_tensors
-from tempo.schedule.tree import Exec, Free, If, Loop, Node, Seq, While
+from tempo.schedule.tree import Exec, Fetch, Free, If, Loop, Node, Offload, Seq, While
 
 
 class UndefinedPointError(TempoError, RuntimeError):
@@ -65,6 +65,19 @@ def read_slices(store: dict, parts: tuple, stack: Callable) -> Any:
             head, rest = parts[:k], parts[k + 1 :]
             return stack([read_slices(store, head + (i,) + rest, stack) for i in range(lo, hi)])
     return store[parts]
+
+
+def fetch_slices(store: Any, parts: tuple, ahead: bool) -> None:
+    """Bring the points of `store` a read of `parts` (ints and (lo, hi) ranges) covers back
+    to the device ahead of the read; points not stored (yet, or outside the bounds) are
+    skipped."""
+    for k, p in enumerate(parts):
+        if isinstance(p, tuple):
+            head, rest = parts[:k], parts[k + 1:]
+            for i in range(p[0], p[1]):
+                fetch_slices(store, head + (i,) + rest, ahead)
+            return
+    store.fetch(parts, ahead)
 
 
 def _runs_ops(node: Node) -> bool:
@@ -146,14 +159,19 @@ class CodeGen:
             pre = [m.to_py(names) for k, m in enumerate(members) if k != d]
             lo, hi = along.bounds_py(names)
             return f"{src}.read_slice({self._key(pre)}, {lo}, {hi})"
+        return f"read_slices({src}, {self._key(self._parts(edge, names))}, stack)"
+
+    @staticmethod
+    def _parts(edge: Edge, names: dict[str, str]) -> list[str]:
+        """The read's coordinates: expressions for points, `(lo, hi)` for slices."""
         parts = []
-        for m in members:
+        for m in edge.expr:
             if isinstance(m, Slice):
                 lo, hi = m.bounds_py(names)
                 parts.append(f"({lo}, {hi})")
             else:
                 parts.append(m.to_py(names))
-        return f"read_slices({src}, {self._key(parts)}, stack)"
+        return parts
 
     # ---------------------------------------------------------------- statements
     def target(self, tid: TensorId, key: str) -> str:
@@ -210,6 +228,12 @@ class CodeGen:
                 self.line_ops[k + 2] = node.op_id  # +1 for "def run():", +1 for 1-based
         elif isinstance(node, Free):
             self.frees([node], pad)
+        elif isinstance(node, Offload):
+            if node.tensor not in self.local:
+                key = self._key(list(node.point))
+                self.lines.append(f"{pad}{store_name(node.tensor)}.offload({key})")
+        elif isinstance(node, Fetch):
+            self.fetch(node, pad)
         else:
             raise TypeError(f"unknown schedule node {node!r}")
 
@@ -267,6 +291,20 @@ class CodeGen:
                 self.lines.append(f"{pad}_k = {key}")
                 self.lines.extend(f"{pad}{s}.pop(_k, None)" for s in stores)
         frees.clear()
+
+    def fetch(self, node: Fetch, pad: str) -> None:
+        """The read of edge `node.edge` of `node.reader` at `node.point`, as a fetch."""
+        if node.tensor in self.local:
+            return
+        op = self.sdg.ops[node.reader]
+        edge = self.sdg.in_edges[op.op_id][node.edge]
+        parts = self._parts(edge, self._names(op, node.point))
+        ahead = node.ahead > 0
+        src = store_name(node.tensor)
+        if any(isinstance(m, Slice) for m in edge.expr):
+            self.lines.append(f"{pad}fetch_slices({src}, {self._key(parts)}, {ahead})")
+        else:
+            self.lines.append(f"{pad}{src}.fetch({self._key(parts)}, {ahead})")
 
     def exec_(self, node: Exec, pad: str) -> None:
         op = self.sdg.ops[node.op_id]
@@ -401,9 +439,9 @@ def generate(
     gen.lines = [f"    {name} = {value}" for name, value in sorted(bounds.items())] + gen.lines
     gen.line_ops = {k + len(bounds): v for k, v in gen.line_ops.items()}
     ns: dict[str, Any] = dict(PY_GLOBALS)
-    ns.update({"read_slices": read_slices, "stack": stack, "undefined": undefined,
-               "ended": ended, "ENDS": ends if ends is not None else {}, "mem_tick": tick,
-               "_A": accountant})
+    ns.update({"read_slices": read_slices, "fetch_slices": fetch_slices, "stack": stack,
+               "undefined": undefined, "ended": ended,
+               "ENDS": ends if ends is not None else {}, "mem_tick": tick, "_A": accountant})
     for tid, store in stores.items():
         ns[store_name(tid)] = store
         if tid in blocked:

@@ -43,6 +43,8 @@ class MemoryAccountant:
         self.largest = 0  # the biggest single charge (a cap below it cannot work)
         self.swapped = 0  # bytes moved device -> host over the run
         self.fetched = 0  # bytes moved host -> device over the run
+        self.prefetched = 0  # ... of which by the schedule's prefetches, ahead of the read
+        self.demand_fetched = 0  # ... of which by a read finding its point on the host
         self.describe = describe
         self.timeline: list[tuple[int, int]] = []  # (device live, host live) per step
         self.on_pressure: Callable[[int], None] | None = None  # swap hook: bytes needed
@@ -120,7 +122,7 @@ class MemoryAccountant:
         self.timeline.clear()
         self.peak = self.live
         self.host_peak = self.host_live
-        self.swapped = self.fetched = 0
+        self.swapped = self.fetched = self.prefetched = self.demand_fetched = 0
 
 
 Storage = Callable[[Any], tuple[int, int]]

@@ -1,10 +1,12 @@
-"""Swapping under the device cap (ARCHITECTURE §6, §7), done by the runtime: when storing a
-point would pass `device_memory_cap_bytes`, the least recently stored points of the
-swappable stores move to a host pool (counted apart from the device), and a read of a
-swapped point brings it back. Results are unchanged: the host copy is exact.
-
-Not yet placed by the scheduler: offloads are chosen by recency at the moment of pressure
-and a fetch happens at the read, not ahead of it (no prefetch)."""
+"""Swapping to a host pool (ARCHITECTURE §6, §7). The schedule places the plan
+(schedule/swaps.py): `offload` after a point's last near use, `fetch` before its far reads
+and a prefetch iterations ahead. The host pool is counted apart from the device (a pinned
+copy on a GPU, a separate copy on the CPU). Under `device_memory_cap_bytes` the runtime
+also offloads the least recently stored points when a charge would pass the cap and the
+plan has not freed enough (points read in the stage that made them, caps tighter than the
+plan). A read of a point still on the host fetches it then (a demand fetch). Results are
+unchanged: the host copy is exact.
+"""
 
 from __future__ import annotations
 
@@ -66,7 +68,9 @@ class SwapStore(TrackedStore):
             self.swapper.order[(id(self), key)] = self
 
     def offload(self, key: Any) -> int:
-        """Move point `key` to the host pool; the device bytes this frees."""
+        """Move point `key` to the host pool; the device bytes this frees (0 if it is not
+        stored, already offloaded, or shares its storage with another live value)."""
+        self.swapper.forget(self, key)
         value = dict.get(self, key)
         if value is None or isinstance(value, Offloaded):
             return 0
@@ -81,10 +85,23 @@ class SwapStore(TrackedStore):
         dict.__setitem__(self, key, Offloaded(self.swapper.to_host(value), n))
         return n
 
+    def fetch(self, key: Any, ahead: bool) -> None:
+        """The schedule's fetch: point `key` back on the device before its read (`ahead`:
+        a prefetch, iterations before it). Points not stored are skipped."""
+        value = dict.get(self, key)
+        if isinstance(value, Offloaded):
+            self._back(key, value)
+            if ahead:
+                self.acct.prefetched += value.nbytes
+
     def __getitem__(self, key: Any) -> Any:
         value = dict.__getitem__(self, key)
         if not isinstance(value, Offloaded):
             return value
+        self.acct.demand_fetched += value.nbytes  # no fetch statement was in time
+        return self._back(key, value)
+
+    def _back(self, key: Any, value: Offloaded) -> Any:
         back = self.swapper.to_device(value.host)
         self.acct.host_credit(value.nbytes)
         self.acct.fetched += value.nbytes

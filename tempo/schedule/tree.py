@@ -66,6 +66,28 @@ class Free(Node):
     point: tuple[str, ...]
 
 
+@dataclass
+class Offload(Node):
+    """Move the stored point `point` of `tensor` to the host pool: it is not read again
+    until a `Fetch` (placed by schedule/swaps.py, ARCHITECTURE §6)."""
+
+    tensor: TensorId
+    point: tuple[str, ...]
+
+
+@dataclass
+class Fetch(Node):
+    """Bring back to the device the points of `tensor` that op `reader` reads through its
+    input `edge` at `point` (that op's domain coordinates): a no-op for points already
+    there. Placed before the read, and `ahead` iterations early as a prefetch."""
+
+    tensor: TensorId
+    reader: int
+    edge: int
+    point: tuple[str, ...]
+    ahead: int = 0
+
+
 def render(node: Node, describe: dict[int, str] | None = None, indent: int = 0,
            dims: dict[int, tuple[str, ...]] | None = None) -> str:
     """The tree as readable pseudo-Python (what `executor.schedule_text()` shows); with
@@ -97,6 +119,12 @@ def render(node: Node, describe: dict[int, str] | None = None, indent: int = 0,
         return f"{pad}{name}[{', '.join(point)}]\n"
     if isinstance(node, Free):
         return f"{pad}free {node.tensor!r}[{', '.join(node.point)}]\n"
+    if isinstance(node, Offload):
+        return f"{pad}offload {node.tensor!r}[{', '.join(node.point)}]\n"
+    if isinstance(node, Fetch):
+        name = describe.get(node.reader, f"op{node.reader}")
+        what = "prefetch" if node.ahead else "fetch"
+        return (f"{pad}{what} {node.tensor!r} read by {name}[{', '.join(node.point)}]\n")
     raise TypeError(f"unknown schedule node {node!r}")
 
 

@@ -1,5 +1,6 @@
-"""Swapping (enable_swap): under a device cap the program's stored points move to the host
-pool and back, results equal eager torch, and the device peak stays under the cap."""
+"""Swapping (enable_swap): the schedule offloads points idle between stages and fetches
+them before their reads (prefetching ahead); under a device cap points also move to the
+host pool and back; results equal eager torch, and the device peak stays under the cap."""
 
 from __future__ import annotations
 
@@ -17,20 +18,7 @@ T, D = 12, 256  # points of 1 KiB
 
 
 def _run(cfg, cap: int | None, swap: bool, backend: str = "torch"):  # noqa: ANN001, ANN202
-    cfg = dataclasses.replace(cfg, backend=backend, enable_gc=True, enable_swap=swap,
-                              swap_bytes_min=0, device_memory_cap_bytes=cap)
-    data = torch.randn(T, D, generator=torch.Generator().manual_seed(3))
-    got: list[torch.Tensor] = []
-    ctx = TempoContext(cfg, num_dims=1)
-    (t, TT), = ctx.variables_and_bounds
-    with ctx:
-        x = RT.source_with_ts_udf(lambda ts: data[ts[t]] * 1.0, (D,), dtypes.float32,
-                                  domain=(t,))
-        (x[TT - 1 - t] * 2.0).sink_udf(lambda v: got.append(torch.as_tensor(v).clone()))
-    exe = ctx.compile({TT: T})
-    exe.execute()
-    torch.testing.assert_close(torch.stack(got), data.flip(0) * 2.0)
-    return exe
+    return _stage_program(cfg, backend, device_memory_cap_bytes=cap, enable_swap=swap)
 
 
 @pytest.mark.parametrize("backend", ["torch", "numpy"])
@@ -45,3 +33,71 @@ def test_swap_keeps_the_device_under_a_cap_the_program_needs_twice(cfg, backend:
     assert stats["swapped_bytes"] >= T * D * 4 // 2 - D * 4 * 2
     assert stats["fetched_bytes"] > 0 and stats["host_peak_bytes"] > 0
     assert stats["host_live_bytes"] == 0 and stats["live_bytes"] == 0
+
+
+def _stage_program(cfg, backend: str = "torch", **swap):  # noqa: ANN001, ANN202
+    """x is made in a loop over t and read backwards in a later loop: a gap the schedule
+    swaps across. Returns the executor (results checked against eager torch)."""
+    cfg = dataclasses.replace(cfg, backend=backend, enable_gc=True, swap_bytes_min=0, **swap)
+    data = torch.randn(T, D, generator=torch.Generator().manual_seed(4))
+    got: list[torch.Tensor] = []
+    ctx = TempoContext(cfg, num_dims=1)
+    (t, TT), = ctx.variables_and_bounds
+    with ctx:
+        x = RT.source_with_ts_udf(lambda ts: data[ts[t]] * 1.0, (D,), dtypes.float32,
+                                  domain=(t,))
+        y = (x * 3.0).exp()
+        (y[TT - 1 - t] * 2.0).sink_udf(lambda v: got.append(torch.as_tensor(v).clone()))
+    exe = ctx.compile({TT: T})
+    exe.execute()
+    torch.testing.assert_close(torch.stack(got), (data * 3.0).exp().flip(0) * 2.0)
+    return exe
+
+
+def _lines(text: str, word: str) -> list[int]:
+    return [k for k, line in enumerate(text.splitlines()) if line.strip().startswith(word)]
+
+
+@pytest.mark.parametrize("backend", ["torch", "numpy", "jax"])
+def test_schedule_offloads_after_the_producer_and_prefetches_before_the_read(
+        cfg, backend: str) -> None:
+    exe = _stage_program(cfg, backend, enable_swap=True,
+                         runtime_tensor_prefetch_amount_point=2)
+    text = exe.schedule_text().split("# generated")[0]
+    (offload,), fetches = _lines(text, "offload"), _lines(text, "fetch")
+    (prefetch,) = _lines(text, "prefetch")
+    (exp,), (_, read) = _lines(text, "exp#"), _lines(text, "mul#")
+    assert exp < offload < fetches[0] < read < prefetch  # produce, offload, fetch, read
+    stats = exe.memory_stats()
+    assert stats["swapped_bytes"] == T * D * 4 == stats["fetched_bytes"]
+    assert stats["demand_fetched_bytes"] == 0  # every point was back before its read
+    assert stats["prefetched_bytes"] == (T - 2) * D * 4  # all but the first two reads
+    assert stats["peak_bytes"] <= 5 * D * 4  # a few points, not the T the plain run keeps
+    assert stats["host_live_bytes"] == 0 == stats["live_bytes"]
+
+
+def test_prefetch_amount_zero_fetches_at_the_read(cfg) -> None:
+    stats = _stage_program(cfg, enable_swap=True,
+                           runtime_tensor_prefetch_amount_point=0).memory_stats()
+    assert stats["swapped_bytes"] == T * D * 4 == stats["fetched_bytes"]
+    assert stats["prefetched_bytes"] == 0 == stats["demand_fetched_bytes"]
+
+
+@pytest.mark.parametrize("backend", ["torch", "numpy"])
+def test_a_cap_of_three_points_is_honoured(cfg, backend: str) -> None:
+    plain = _stage_program(cfg, backend, device_memory_cap_bytes=1 << 30).memory_stats()
+    assert plain["peak_bytes"] >= T * D * 4 and plain["swapped_bytes"] == 0
+    cap = 3 * D * 4 + 64
+    with pytest.raises(TempoMemoryError):
+        _stage_program(cfg, backend, device_memory_cap_bytes=cap)
+    stats = _stage_program(cfg, backend, device_memory_cap_bytes=cap,
+                           enable_swap=True).memory_stats()
+    assert stats["peak_bytes"] <= cap
+    assert stats["swapped_bytes"] >= T * D * 4
+
+
+def test_block_prefetch_amount_is_refused(cfg) -> None:
+    from tempo.core.errors import UnsupportedError
+
+    with pytest.raises(UnsupportedError, match="runtime_tensor_prefetch_amount_block"):
+        _stage_program(cfg, enable_swap=True, runtime_tensor_prefetch_amount_block=2)

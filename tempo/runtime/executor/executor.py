@@ -35,6 +35,7 @@ from tempo.runtime.swap import Swapper, SwapStore
 from tempo.runtime.udf_check import guard_udf
 from tempo.schedule import tree as st
 from tempo.schedule.scheduler import Schedule
+from tempo.schedule.swaps import place_swaps
 
 
 class Executor(abc.ABC):
@@ -85,11 +86,18 @@ class PythonExecutor(Executor):
         self.bounds = bounds
         self.backend = DLBackend.get_backend(cfg.backend).from_config(cfg)
         self.accountant = MemoryAccountant(cfg.device_memory_cap_bytes, self._describe)
-        tracked = cfg.device_memory_cap_bytes is not None or cfg.executor_debug_mode
+        # swapping works on tracked stores: it moves what the accountant counts
+        tracked = (cfg.device_memory_cap_bytes is not None or cfg.executor_debug_mode
+                   or cfg.enable_swap)
         self.tracked = tracked
         self.stores: dict[TensorId, Any] = {}
         kinds = self._store_kinds()
         swapper = self._swapper() if cfg.enable_swap else None
+        self.swapped_tensors = 0  # tensors the schedule offloads and fetches
+        if swapper is not None:
+            self.swapped_tensors = place_swaps(
+                schedule.tree, sdg, self._swap_candidates(kinds), bounds,
+                cfg.runtime_tensor_prefetch_amount_point)
         for tid in sdg.tensors:
             kind = kinds.get(tid)
             if kind is not None:
@@ -121,19 +129,40 @@ class PythonExecutor(Executor):
         self._timings = timings_ms
 
     def _swapper(self) -> Swapper:
-        """Moves points to a host pool under the cap (a pinned copy on a GPU; on the CPU a
+        """Moves points to a host pool (a pinned copy on a GPU unless
+        torch_pinned_memory_enabled is off, copied asynchronously both ways; on the CPU a
         separate copy, counted in the host pool rather than on the device)."""
         be = self.backend
+        back: Any = be.to_device
         if be.name == "torch":
+            pin = self.cfg.torch_pinned_memory_enabled
+            dev = getattr(be, "device")  # noqa: B009 (the torch backend's device)
+
             def to_host(x: Any) -> Any:
                 if x.device.type == "cpu":
                     return x.clone()
-                host = torch.empty(x.shape, dtype=x.dtype, device="cpu", pin_memory=True)
-                return host.copy_(x, non_blocking=True)
+                host = torch.empty(x.shape, dtype=x.dtype, device="cpu", pin_memory=pin)
+                return host.copy_(x, non_blocking=pin)
+
+            def back(h: Any) -> Any:
+                return h.to(dev, non_blocking=h.is_pinned())
         else:
             def to_host(x: Any) -> Any:
                 return np.array(be.to_numpy(x), copy=True)
-        return Swapper(self.accountant, to_host, be.to_device, self.cfg.swap_bytes_min)
+        return Swapper(self.accountant, to_host, back, self.cfg.swap_bytes_min)
+
+    def _swap_candidates(self, kinds: dict[TensorId, StoreKind]) -> list[TensorId]:
+        """Tensors in point stores whose points hold at least swap_bytes_min bytes."""
+        out = []
+        for tid, info in self.sdg.tensors.items():
+            if tid in kinds or not info.shape.is_static():
+                continue
+            n = info.dtype.repr_bytes
+            for d in info.shape.as_static():
+                n *= int(d)
+            if n >= self.cfg.swap_bytes_min:
+                out.append(tid)
+        return out
 
     def _store_kinds(self) -> dict[TensorId, StoreKind]:
         """Block or window stores where the storage pass found slice reads and the
@@ -301,13 +330,17 @@ class PythonExecutor(Executor):
     def memory_stats(self) -> dict[str, int | None]:
         """Device bytes the stores hold now (live), the most they held (peak: all stores
         are counted when tracking is on — a cap is set or debug mode is on; else block and
-        window stores only, and `peak_bytes` is None), the host pool and bytes swapped."""
+        window stores only, and `peak_bytes` is None), the host pool and bytes swapped;
+        of the fetched bytes, `prefetched_bytes` came back by the schedule's prefetches,
+        iterations before their read, and `demand_fetched_bytes` at a read that found its
+        point on the host (the plan was late, or the cap forced the point out)."""
         a = self.accountant
         live = a.live if self.tracked else self._untracked_live()
         return {"live_bytes": live, "peak_bytes": a.peak if self.tracked else None,
                 "cap_bytes": a.cap, "host_live_bytes": a.host_live,
                 "host_peak_bytes": a.host_peak, "swapped_bytes": a.swapped,
-                "fetched_bytes": a.fetched}
+                "fetched_bytes": a.fetched, "prefetched_bytes": a.prefetched,
+                "demand_fetched_bytes": a.demand_fetched}
 
     def memory_timeline(self) -> list[tuple[int, int]]:
         """(device live, host live) bytes after each step of the outermost loop of the
