@@ -101,3 +101,35 @@ def test_block_prefetch_amount_is_refused(cfg) -> None:
 
     with pytest.raises(UnsupportedError, match="runtime_tensor_prefetch_amount_block"):
         _stage_program(cfg, enable_swap=True, runtime_tensor_prefetch_amount_block=2)
+
+
+def test_offload_waits_for_a_near_read_of_the_previous_point(cfg) -> None:
+    """x[t-1] is read in the loop that makes x: each point goes to the host one iteration
+    later, and still comes back before the backward loop reads it."""
+    cfg = dataclasses.replace(cfg, enable_gc=True, swap_bytes_min=0, enable_swap=True,
+                              runtime_tensor_prefetch_amount_point=1)
+    data = torch.randn(T, D, generator=torch.Generator().manual_seed(5))
+    near: list[torch.Tensor] = []
+    far: list[torch.Tensor] = []
+    ctx = TempoContext(cfg, num_dims=1)
+    (t, TT), = ctx.variables_and_bounds
+    with ctx:
+        x = RT.source_with_ts_udf(lambda ts: data[ts[t]] * 1.0, (D,), dtypes.float32,
+                                  domain=(t,))
+        y = x.exp()
+        prev = RT.placeholder((D,), dtypes.float32, domain=(t,))
+        prev[t.symb_eq(0)] = RT.zeros((D,))
+        prev[True] = y[t - 1]
+        (y + prev).sink_udf(lambda v: near.append(torch.as_tensor(v).clone()))
+        (y[TT - 1 - t] * 2.0).sink_udf(lambda v: far.append(torch.as_tensor(v).clone()))
+    exe = ctx.compile({TT: T})
+    exe.execute()
+    e = data.exp()
+    torch.testing.assert_close(torch.stack(near), e + torch.cat([torch.zeros(1, D), e[:-1]]))
+    torch.testing.assert_close(torch.stack(far), e.flip(0) * 2.0)
+    text = exe.schedule_text().split("# generated")[0]
+    assert any(line.strip().startswith("offload") and "- 1)]" in line
+               for line in text.splitlines()), text
+    stats = exe.memory_stats()
+    assert stats["swapped_bytes"] >= (T - 1) * D * 4
+    assert stats["demand_fetched_bytes"] == 0

@@ -37,8 +37,7 @@ def horizon(objective: str) -> int | None:
 
 
 def _program(c: dict[str, Any], logger: StatsLogger, memory: dict[str, Any]) -> tuple[Any, dict]:
-    cfg = ExecutionConfig(dev="cpu", backend=c["backend"], path="", seed=c["seed"],
-                          swap_bytes_min=c.get("swap_bytes_min", 1 << 20), **memory)
+    cfg = ExecutionConfig(dev="cpu", backend=c["backend"], path="", seed=c["seed"], **memory)
     ctx = TempoContext(cfg, num_dims=2)
     (i, I), (t, T) = ctx.variables_and_bounds
     with ctx:

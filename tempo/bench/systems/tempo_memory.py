@@ -10,6 +10,7 @@ from typing import Any
 from tempo.bench.memory import DeviceMemoryAccountant
 
 NO_CAP = 1 << 50  # a cap nothing reaches: turns Tempo's accounting on without limiting it
+SWAP_BYTES_MIN = 256 << 10  # an observation batch of the RL points (E7: 384 KiB) swaps
 
 
 def memory_config(acct: DeviceMemoryAccountant, reserved: int = 0) -> dict[str, Any]:
@@ -18,7 +19,8 @@ def memory_config(acct: DeviceMemoryAccountant, reserved: int = 0) -> dict[str, 
     cap = acct.cap_bytes
     if cap is None:
         return {"device_memory_cap_bytes": NO_CAP}
-    return {"device_memory_cap_bytes": max(cap - reserved, 0), "enable_swap": True}
+    return {"device_memory_cap_bytes": max(cap - reserved, 0), "enable_swap": True,
+            "swap_bytes_min": SWAP_BYTES_MIN}
 
 
 def report_memory(exe: Any, acct: DeviceMemoryAccountant, name: str = "tempo_stores",
