@@ -12,7 +12,7 @@ from tempo.core.errors import TempoError, UnsupportedError
 from tempo.core.index_expr import PY_GLOBALS, IndexSequence, Slice
 from tempo.core.sdg import SDG, Edge, TensorId
 from tempo.runtime.codegen_charges import Charges
-from tempo.runtime.codegen_locals import transient_tensors
+from tempo.runtime.codegen_locals import WriteThrough, transient_tensors, write_through
 from tempo.schedule.tree import Exec, Fetch, Free, If, Loop, Node, Offload, Seq, While
 
 
@@ -121,6 +121,8 @@ class CodeGen:
         self.line_ops: dict[int, int] = {}
         self.local: set[TensorId] = set()
         self.charges: Charges | None = None  # a tracked run's charges for its locals
+        self.through = WriteThrough()  # block-stored values also kept in locals
+        self.reading: int = 0  # id of the Exec whose reads are being emitted
 
     def plan_locals(self, tree: Node, candidates: set[TensorId]) -> None:
         """Keep the candidates that are consumed where they are made in locals."""
@@ -136,6 +138,7 @@ class CodeGen:
             return self._key([m.to_py(names) for m in e.expr])
 
         self.local = transient_tensors(tree, self.sdg, candidates, exec_key, read_key)
+        self.through = write_through(tree, self.sdg, set(self.blocked), exec_key, read_key)
 
     # ---------------------------------------------------------------- expressions
     def _names(self, op: ops.Op, point: tuple[str, ...]) -> dict[str, str]:
@@ -146,7 +149,7 @@ class CodeGen:
         return "(" + "".join(p + ", " for p in parts) + ")" if parts else "()"
 
     def read(self, edge: Edge, names: dict[str, str]) -> str:
-        if edge.src in self.local:
+        if edge.src in self.local or (self.reading, edge.sink_in) in self.through.reads:
             return local_name(edge.src)
         src = store_name(edge.src)
         expr: IndexSequence = edge.expr
@@ -184,12 +187,17 @@ class CodeGen:
             if not node.children:
                 self.lines.append(f"{pad}pass")
             frees: list[Free] = []
-            for c in node.children:
+            for k, c in enumerate(node.children):
                 if isinstance(c, Free):
                     frees.append(c)
                     continue
                 self.frees(frees, pad)
                 self.emit(c, ind)
+                done = self.through.drops.get((id(node), k))
+                if done:  # the last reader of these written-through values has run
+                    self.lines.append(f"{pad}{' = '.join(map(local_name, done))} = None")
+                    if self.charges is not None:
+                        self.lines.extend(self.charges.dropped_line(done, pad))
             self.frees(frees, pad)
         elif isinstance(node, Loop):
             step = f", {node.step}" if node.step != 1 else ""
@@ -316,7 +324,9 @@ class CodeGen:
             if self.charges is not None:  # the value is one of the branches' sources
                 self.charge(op, names, [e.src if e.is_point() else None for e in edges], pad)
             return
+        self.reading = id(node)
         args = [self.read(e, names) for e in edges]
+        self.reading = 0
         exprs = self.kernel_ops.get(op.op_id, op).runtime_exprs()
         args += [e.to_py(names) if not isinstance(e, int) else str(e) for e in exprs]
         if getattr(op, "with_ts", False):
@@ -349,7 +359,7 @@ class CodeGen:
         assert self.charges is not None
         for k in range(op.num_outputs):
             tid = TensorId(op.op_id, k)
-            if tid in self.local:
+            if tid in self.local or tid in self.through.tensors:
                 self.lines.extend(self.charges.made(op, tid, names, sources, pad))
 
     def assign(self, tid: TensorId, op: ops.Op, names: dict[str, str], key: str,
@@ -360,7 +370,11 @@ class CodeGen:
         if d is None or tid in self.local:
             return f"{self.target(tid, key)} = {value}"
         point = [names[v.name] for v in op.domain.variables]
-        return f"w{store_name(tid)}({self._key(point[:d] + point[d + 1:])}, {point[d]}, {value})"
+        pre, at = self._key(point[:d] + point[d + 1:]), point[d]
+        if tid in self.through.tensors and not isinstance(op, ops.MergeOp):
+            v = local_name(tid)  # read back where it is written: keep it in a local too
+            return f"{v} = {value}; w{store_name(tid)}({pre}, {at}, {v})"
+        return f"w{store_name(tid)}({pre}, {at}, {value})"
 
     def merge(
         self, op: ops.Op, edges: list[Edge], names: dict[str, str], key: str, pad: str

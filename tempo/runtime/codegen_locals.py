@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from tempo.core import ops
 from tempo.core.sdg import SDG, Edge, TensorId
 from tempo.schedule.tree import Exec, Free, If, Loop, Node, Seq, While
 
@@ -87,3 +88,48 @@ def _read_ok(e: Edge, sites: _Sites, ppath: Path, fpath: Path, key: str,
     return bool(execs) and all(
         _between(path, ppath, fpath) and read_key(e, node.point) == key for path, node in execs
     )
+
+
+@dataclass
+class WriteThrough:
+    """Block-stored points read back where they are written: the producer also binds the
+    value to a local, the `reads` (id of the reading Exec, input index) use the local
+    instead of a store lookup, and the local is dropped after child `drop[1]` of the Seq
+    `drop[0]` (by id), its last such reader."""
+
+    reads: set[tuple[int, int]] = field(default_factory=set)
+    drops: dict[tuple[int, int], list[TensorId]] = field(default_factory=dict)
+    tensors: set[TensorId] = field(default_factory=set)
+
+
+def write_through(
+    tree: Node,
+    sdg: SDG,
+    blocked: set[TensorId],
+    exec_key: Callable[[int, tuple[str, ...]], str],
+    read_key: Callable[[Edge, tuple[str, ...]], str | None],
+) -> WriteThrough:
+    """The block-stored tensors (single-output ops, made at one place) whose point is read
+    at that point later in the producer's statement list: each such read can take the
+    value just computed (equal to what the store copied) instead of a view from the store.
+    Frees do not matter: the local holds its own value."""
+    sites = _Sites()
+    _walk(tree, (), sites)
+    out = WriteThrough()
+    for tid in blocked:
+        op = sdg.ops[tid.op_id]
+        prods = sites.execs.get(tid.op_id, [])
+        if op.num_outputs != 1 or isinstance(op, ops.MergeOp) or len(prods) != 1 or not prods[0][0]:
+            continue
+        ppath, pnode = prods[0]
+        key = exec_key(tid.op_id, pnode.point)
+        last = -1
+        for e in sdg.readers(tid):
+            for path, node in sites.execs.get(e.sink, []):
+                if _between(path, ppath, ((0, 1 << 30),)) and read_key(e, node.point) == key:
+                    out.reads.add((id(node), e.sink_in))
+                    last = max(last, path[len(ppath) - 1][1])
+        if last >= 0:
+            out.tensors.add(tid)
+            out.drops.setdefault((ppath[-1][0], last), []).append(tid)
+    return out

@@ -59,3 +59,30 @@ def test_reset_after_a_failed_run_restores_live(cfg) -> None:
     exe.accountant.live += 123  # as a run stopped between a local's charge and credit
     exe.reset()
     assert exe.memory_stats()["live_bytes"] == 0
+
+
+@pytest.mark.parametrize("tracked", [False, True])
+def test_block_stored_points_read_where_written_come_from_a_local(cfg, tracked: bool) -> None:
+    """x goes to a block store (x[0:t+1] reads it) and x[t] is read at t too: that read
+    takes the value just computed, not a view from the store; results equal eager."""
+    T = 7
+    cfg = dataclasses.replace(cfg, enable_gc=True, enable_custom_thunk_launchers=True,
+                              inc_statify_block_size=3, enable_hybrid_tensorstore=True,
+                              enable_inplace_write=True, enable_lazy_slice=True,
+                              executor_debug_mode=False,
+                              device_memory_cap_bytes=(1 << 30) if tracked else None)
+    data = torch.randn(T, 8, generator=torch.Generator().manual_seed(1))
+    ctx = TempoContext(cfg, num_dims=1)
+    (t, TT), = ctx.variables_and_bounds
+    got: list[torch.Tensor] = []
+    with ctx:
+        src = RT.source_with_ts_udf(lambda ts: data[ts[t]], (8,), dtypes.float32, domain=(t,))
+        x = src.exp()
+        (x[0:t + 1].sum(0) * x).sink_udf(lambda v: got.append(torch.as_tensor(v).clone()))
+    exe = ctx.compile({TT: T})
+    exe.execute()
+    assert "; ws" in exe.generated.source  # written to the block store and kept in a local
+    want = torch.stack([data[: k + 1].exp().sum(0) * data[k].exp() for k in range(T)])
+    torch.testing.assert_close(torch.stack(got), want, rtol=1e-5, atol=1e-5)
+    if tracked:
+        assert exe.memory_stats()["live_bytes"] == 0
