@@ -21,6 +21,8 @@ from tempo.core.index_expr import IntIndexValue, Slice, Symbol
 from tempo.core.sdg import SDG, Edge
 
 Signs = frozenset[str]  # possible signs of (sink - source) along one dimension: "-", "0", "+"
+# signs(edge, var, outer): the signs along var over the pairs at distance 0 along `outer`
+SignsFn = Callable[[Edge, str, tuple[str, ...]], Signs]
 ALL: Signs = frozenset("-0+")
 FORWARD, BACKWARD = 1, -1
 
@@ -99,23 +101,28 @@ class _Comp:
 
 
 class LoopTreeBuilder:
-    """Builds the loop tree; `signs(edge, var)` gives the exact signs of an edge's distance
-    along a dimension both of its ends have (the caller answers from syntax or isl)."""
+    """Builds the loop tree; `signs(edge, var, outer)` gives the exact signs of an edge's
+    distance along a dimension both of its ends have, over the pairs the enclosing loops
+    `outer` do not separate (the caller answers from syntax or isl)."""
 
     def __init__(self, sdg: SDG, op_ids: Iterable[int], order: list[str],
-                 signs: Callable[[Edge, str], Signs]) -> None:
+                 signs: SignsFn) -> None:
         self.sdg = sdg
         self.ops = set(op_ids)
         self.order = order  # universe variable names, outermost first
         self.vars = {i: [v.name for v in sdg.ops[i].domain.variables] for i in self.ops}
         self._signs = signs
-        self._cache: dict[tuple[int, str], Signs] = {}
+        self._cache: dict[tuple[int, str, tuple[str, ...]], Signs] = {}
 
-    def signs(self, e: Edge, var: str) -> Signs:
-        key = (id(e), var)
+    def signs(self, e: Edge, var: str, outer: tuple[str, ...] = ()) -> Signs:
+        key = (id(e), var, outer)
         if key not in self._cache:
-            self._cache[key] = self._signs(e, var)
+            self._cache[key] = self._signs(e, var, outer)
         return self._cache[key]
+
+    def live(self, e: Edge, outer: list[str]) -> bool:
+        """Whether some pair of `e` is at distance 0 along every enclosing loop."""
+        return all("0" in self.signs(e, v, tuple(outer[:k])) for k, v in enumerate(outer))
 
     def build(self) -> list[TreeNode]:
         return self._level(sorted(self.ops), [])
@@ -126,7 +133,7 @@ class LoopTreeBuilder:
         out = []
         for sink in scope:
             for e in self.sdg.in_edges[sink]:
-                if e.src.op_id in scope and all("0" in self.signs(e, v) for v in outer):
+                if e.src.op_id in scope and self.live(e, outer):
                     out.append(e)
         return out
 
@@ -195,7 +202,8 @@ class LoopTreeBuilder:
                 emit(k)
                 continue
             assert group_var is not None
-            pick = self._compatible(loops, comps, into, group_ops, group_var, group_dirs)
+            pick = self._compatible(loops, comps, into, group_ops, group_var, group_dirs,
+                                    tuple(outer))
             if pick is not None:
                 k, group_dirs = pick
                 loops.remove(k)
@@ -227,8 +235,8 @@ class LoopTreeBuilder:
         return out
 
     def _compatible(self, loops: list[int], comps: list[_Comp], into: dict[int, list[Edge]],
-                    group_ops: set[int], var: str,
-                    dirs: set[int]) -> tuple[int, set[int]] | None:
+                    group_ops: set[int], var: str, dirs: set[int],
+                    outer: tuple[str, ...]) -> tuple[int, set[int]] | None:
         """The first ready component that can join the open loop, and the directions the
         loop may then still run in."""
         for k in loops:
@@ -238,7 +246,7 @@ class LoopTreeBuilder:
             ok = dirs & c.dirs
             for e in into[k]:
                 if e.src.op_id in group_ops:
-                    ok &= allowed_directions(self.signs(e, var))
+                    ok &= allowed_directions(self.signs(e, var, outer))
             if ok:
                 return k, ok
         return None
@@ -278,8 +286,8 @@ class LoopTreeBuilder:
                 dirs = {FORWARD, BACKWARD}
                 for o in members:
                     for e in self.sdg.in_edges[o]:
-                        if e.src.op_id in inside and all("0" in self.signs(e, w) for w in outer):
-                            dirs &= allowed_directions(self.signs(e, v))
+                        if e.src.op_id in inside and self.live(e, outer):
+                            dirs &= allowed_directions(self.signs(e, v, tuple(outer)))
                 if dirs:
                     chosen = _Comp(members, v, dirs)
                     break

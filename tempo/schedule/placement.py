@@ -7,8 +7,6 @@ search for an order, which is what grew super-linearly with program size."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import islpy as isl
 
 from tempo.core.domain import Domain
@@ -23,6 +21,7 @@ from tempo.schedule.loop_tree import (
     Leaf,
     LoopNode,
     Signs,
+    SignsFn,
     TreeNode,
     syntactic_signs,
 )
@@ -34,43 +33,57 @@ class NotVerified(Exception):
 
 
 class EdgeSigns:
-    """Signs of an edge's distance along a dimension: from syntax when obvious, else
-    exactly from the edge's isl relation."""
+    """Signs of an edge's distance along a dimension, over the pairs whose distance along
+    the enclosing loops `outer` is zero (the pairs a loop at that level must order): from
+    syntax when obvious, else exactly from the edge's isl relation.
+
+    Conditioning on `outer` is what orders a read split by a guard, e.g. the parameters of
+    per-step updates over (i, t), `p[i, t] = f(p[i, t-1])` but `p[i, 0] = f(p[i-1, T-1])`:
+    along t the distance is +1 or -(T-1), but inside the loop over i only the +1 remains."""
 
     def __init__(self, sdg: SDG, an: Analysis) -> None:
         self.sdg, self.an = sdg, an
-        self._maps: dict[tuple[str, str, str, str], isl.Map] = {}
+        self._maps: dict[tuple[str, str, str, str, tuple[str, ...]], isl.Map] = {}
+        self._rels: dict[int, isl.UnionMap] = {}
 
-    def __call__(self, e: Edge, var: str) -> Signs:
+    def __call__(self, e: Edge, var: str, outer: tuple[str, ...] = ()) -> Signs:
         src = self.sdg.ops[e.src.op_id]
         names = [v.name for v in src.domain.variables]
         k = names.index(var)
         s = syntactic_signs(src.domain.variables[k], e.expr[k])
-        # One sign from syntax is exact; several may shrink on the points that really run.
-        return s if s is not None and len(s) == 1 else self._exact(e, var)
+        # One sign from syntax is exact (on the pairs that remain); several may shrink on
+        # the points that really run and on those the outer loops leave.
+        return s if s is not None and len(s) == 1 else self._exact(e, var, outer)
 
-    def _exact(self, e: Edge, var: str) -> Signs:
+    def _exact(self, e: Edge, var: str, outer: tuple[str, ...]) -> Signs:
         src, sink = self.sdg.ops[e.src.op_id], self.sdg.ops[e.sink]
-        rel = self.an.edge_maps[id(e)].intersect_domain(
-            isl.UnionSet.from_set(self.an.executed[stmt_name(src.op_id)])).intersect_range(
-            isl.UnionSet.from_set(self.an.executed[stmt_name(sink.op_id)]))
+        rel = self._rels.get(id(e))
+        if rel is None:
+            rel = self.an.edge_maps[id(e)].intersect_domain(
+                isl.UnionSet.from_set(self.an.executed[stmt_name(src.op_id)])).intersect_range(
+                isl.UnionSet.from_set(self.an.executed[stmt_name(sink.op_id)]))
+            self._rels[id(e)] = rel
         out = set()
         for sign, cmp in (("-", "<"), ("0", "="), ("+", ">")):
-            m = self._compare(src.domain, sink.domain, var, cmp)
+            m = self._compare(src.domain, sink.domain, var, cmp, outer)
             m = m.set_tuple_name(isl.dim_type.in_, stmt_name(src.op_id)).set_tuple_name(
                 isl.dim_type.out, stmt_name(sink.op_id))
             if not rel.intersect(isl.UnionMap.from_map(m)).is_empty():
                 out.add(sign)
         return frozenset(out)  # empty: no pair of this read ever runs
 
-    def _compare(self, src: Domain, sink: Domain, var: str, cmp: str) -> isl.Map:
-        """`{ A[src] -> B[sink] : var cmp var' }`, parsed once per shape."""
-        key = (repr(src), repr(sink), var, cmp)
+    def _compare(self, src: Domain, sink: Domain, var: str, cmp: str,
+                 outer: tuple[str, ...]) -> isl.Map:
+        """`{ A[src] -> B[sink] : var cmp var' and w = w' (w in outer) }`, parsed once per
+        shape."""
+        key = (repr(src), repr(sink), var, cmp, outer)
         if key not in self._maps:
             lhs = ", ".join(v.name + SRC_SUFFIX for v in src.variables)
             rhs = ", ".join(v.name for v in sink.variables)
+            cond = " and ".join([f"{var} {cmp} {var}{SRC_SUFFIX}",
+                                 *(f"{w} = {w}{SRC_SUFFIX}" for w in outer)])
             self._maps[key] = isl.Map(f"{self.an.decl} -> {{ A[{lhs}] -> B[{rhs}] : "
-                                      f"{var} {cmp} {var}{SRC_SUFFIX} }}")
+                                      f"{cond} }}")
         return self._maps[key]
 
 
@@ -103,7 +116,7 @@ def _time_text(terms: list[int | tuple[str, int]], width: int) -> str:
 
 
 def place(sdg: SDG, an: Analysis, tree: list[TreeNode], stored: list[TensorId],
-          signs: Callable[[Edge, str], Signs]) -> Node:
+          signs: SignsFn) -> Node:
     """Each op's time vector, checked against every dependence; then our schedule tree with
     loop bounds, guards and frees at last use."""
     times = op_times(tree)
@@ -133,7 +146,7 @@ class TimeMaps(dict[int, isl.UnionMap]):
 
 
 def _verify(sdg: SDG, an: Analysis, times: dict[int, Terms],
-            sched_op: TimeMaps, signs: Callable[[Edge, str], Signs]) -> None:
+            sched_op: TimeMaps, signs: SignsFn) -> None:
     """Every dependence pair must run source-first under the computed times. Along the
     loops both ends share, a distance that is never negative (in the loop's direction)
     and positive somewhere, or zero everywhere with the source earlier in the body, proves
@@ -154,12 +167,14 @@ def _verify(sdg: SDG, an: Analysis, times: dict[int, Terms],
                 raise NotVerified(f"the read of op {e.src.op_id} by op {sink} runs backwards")
 
 
-def _ordered(src: Terms, sink: Terms, e: Edge, signs: Callable[[Edge, str], Signs]) -> bool:
+def _ordered(src: Terms, sink: Terms, e: Edge, signs: SignsFn) -> bool:
+    outer: tuple[str, ...] = ()  # shared loops so far, on whose zero distance we go on
     for a, b in zip(src, sink):
         if a != b:
             return isinstance(a, int) and isinstance(b, int) and a < b
         if isinstance(a, tuple):
-            s = signs(e, a[0])
+            s = signs(e, a[0], outer)
+            outer = (*outer, a[0])
             bad, good = ("-", "+") if a[1] > 0 else ("+", "-")
             if bad in s:
                 return False

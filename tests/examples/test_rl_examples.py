@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import os
+import time
 
 import numpy as np
 import pytest
@@ -75,16 +76,34 @@ def test_reinforce_cartpole_improves(objective: str) -> None:
     assert ret[-5:].mean() > 1.8 * ret[:5].mean(), ret
 
 
-def test_dqn_small() -> None:
+def test_dqn_per_step_updates_compile_structurally_in_seconds(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Parameters over (i, t), one Adam step per env step: the loop-tree scheduler orders
+    it (isl's own search, the fallback, ran for over 10 minutes on this program)."""
+    from tempo.schedule import isl_worker
+
+    def no_isl_search(sc: object) -> None:
+        raise AssertionError("the DQN schedule fell back to isl's search")
+
+    monkeypatch.setattr(isl_worker, "compute_schedule", no_isl_search)
     a = dqn.parser().parse_args(["--iterations", "3", "--ep-len", "10", "--num-envs", "2",
                                  "--batch-size", "8", "--quiet"])
-    ret = _ok_log(run(dqn.build(a)), 3)
+    prog = dqn.build(a)
+    c0 = time.process_time()
+    exe = prog.ctx.compile(prog.bounds)
+    compile_cpu_s = time.process_time() - c0
+    assert compile_cpu_s < 20, compile_cpu_s  # ~1.3 CPU-s unloaded
+    prog.log.start()
+    exe.execute()
+    ret = _ok_log(prog.log, 3)
     assert ((ret >= 8) & (ret <= 10)).all()
 
 
 @pytest.mark.slow
 def test_dqn_cartpole_improves() -> None:
-    a = dqn.parser().parse_args(["--iterations", "100", "--ep-len", "50", "--num-envs", "4",
-                                 "--quiet"])
-    ret = _ok_log(run(dqn.build(a)), 100)
-    assert ret[-10:].mean() > 1.5 * ret[:10].mean(), ret
+    """Eager torch with these hyper-parameters (scratch reference) goes ~22 -> 50 on seeds
+    0 and 1; with one update per iteration instead it collapsed to ~9.6, as ours did."""
+    a = dqn.parser().parse_args(["--iterations", "30", "--ep-len", "50", "--num-envs", "4",
+                                 "--seed", "0", "--quiet"])
+    ret = _ok_log(run(dqn.build(a)), 30)
+    assert ret[-5:].mean() >= 45 and ret[-5:].mean() > 1.5 * ret[:5].mean(), ret

@@ -201,3 +201,32 @@ def test_a_same_point_cycle_is_reported_without_isl(monkeypatch: pytest.MonkeyPa
 
     with pytest.raises(ScheduleError):
         _run(build, 2, (B_, T_))
+
+
+def test_a_state_carried_over_two_dims_in_row_major_order_stays_structural() -> None:
+    """Per-step updates over (i, t) (DQN's parameters): w[i, t] follows w[i, t-1], and
+    w[i, 0] follows w[i-1, T-1]. Along t the read's distance is +1 or -(T-1); inside the
+    loop over i only +1 remains, so the loop tree orders it (isl's search took minutes
+    on the DQN program)."""
+    from tempo.api.nn.module import origin_condition, update_prev_index
+    from tempo.core.domain import Domain
+
+    def build(iI: Any, tT: Any) -> RT:
+        (i, _), (t, _) = iI, tT
+        x = _x(i, t)
+        w = RT.placeholder((), dtypes.float32, domain=(i, t))
+        dom = Domain.from_((i, t))
+        w[origin_condition(dom)] = RT.ones(())
+        nxt = w - 0.1 * (w * x).tanh()  # a "gradient step" that reads the state
+        w[True] = nxt[tuple(update_prev_index(dom, dom))]
+        return w
+
+    exe, w = _run(build, 2, (B_, T_))
+    want = np.zeros_like(X)
+    cur = np.float32(1.0)
+    for k in range(B_):
+        for j in range(T_):
+            want[k, j] = cur
+            cur = cur - np.float32(0.1) * np.tanh(cur * X[k, j])
+    np.testing.assert_allclose(_get(exe, w, (B_, T_)), want, rtol=1e-5)
+    assert _structural(exe)
