@@ -78,6 +78,8 @@ def compile_sdg(
             for e in endings:  # the stop runs point by point over its tensor's dims
                 sdg.loop_dims |= set(sdg.ops[e.tensor.op_id].domain.variables)
         graph = run_pipeline(sdg, cfg, resolved, timings, progress.done)
+        # passes may add dimensions (blocks of incrementalisation or tiling), bound by them
+        resolved.update({b: v for b, v in graph.bound_defs.items() if b not in resolved})
         for e in endings:
             op = graph.ops.get(e.tensor.op_id)
             if op is None or e.var not in {v.name for v in op.domain.variables}:

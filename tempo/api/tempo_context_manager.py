@@ -78,13 +78,8 @@ class TempoContext:
 
     def new_perm_var(self, bound: int) -> tuple[Symbol, Symbol]:
         """A new dimension appended to the universe with its bound fixed to `bound`."""
-        k = len(self._vars) + len(self._extra)
-        taken = {v.name for v in self.universe.variables}
-        name = next(n for n in (f"d{j}" for j in range(k, 2 * k + 2)) if n not in taken)
-        (var, ub), = make_symbols([name], start_idx=k)
+        var, ub = self.sdg.new_dim("d", bound)
         self._extra.append((var, ub))
-        self.sdg.universe = self.sdg.universe.append_dim(var)
-        self.sdg.bound_defs[ub] = int(bound)
         return var, ub
 
     def knows(self, sym: Symbol) -> bool:

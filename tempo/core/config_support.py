@@ -21,7 +21,6 @@ field                                                  what is (not) implemented
 =====================================================  =======================================
 torch_compilation_backend                              torch ops run eagerly; no torch.compile
 individualize_consts_smaller_than_x_bytes              constants are shared, never duplicated
-enable_incrementalization, incrementalization_...      no incrementalization pass
 enable_statifying_incrementalization                   no tiled reads (blocks are stored)
 enable_fold_pads_into_storage, enable_pad_mask_removal no padding (statify is not built)
 enable_dataflow_grouping, min/max_dataflow_group_size  no dataflow grouping: one op per launch
@@ -138,9 +137,15 @@ FIELDS: dict[str, FieldSupport] = {
     **_entries(_I, "groups whose share of reads gathered from ops that keep their loop "
                "exceeds this keep their loops",
                "reject_vec_groups_with_external_deps_ratio_greater_than"),
-    **_entries(_H, "incrementalization is not built", "enable_incrementalization",
-               "incrementalization_percentile", "incrementalize_mem_threshold",
-               "enable_statifying_incrementalization",
+    **_entries(_I, "switches the incrementalisation pass: a tensor above "
+               "incrementalize_mem_threshold bytes is computed in blocks of rows over a new "
+               "dimension (sums over the rows add up per-block sums)",
+               "enable_incrementalization"),
+    **_entries(_I, "tensors above this many bytes are computed in blocks",
+               "incrementalize_mem_threshold"),
+    **_entries(_I, "each block holds at most this percent of the rows (0: one row)",
+               "incrementalization_percentile"),
+    **_entries(_H, "statify is not built", "enable_statifying_incrementalization",
                "enable_fold_pads_into_storage", "enable_pad_mask_removal"),
     **_entries(_H, _GROUPING, "enable_dataflow_grouping", "min_dataflow_group_size",
                "max_dataflow_group_size", "enable_group_fusions"),

@@ -104,6 +104,22 @@ class SDG:
         self._next_id += 1
         return self._next_id - 1
 
+    def new_dim(self, hint: str, bound: int) -> tuple[Symbol, Symbol]:
+        """A new dimension (variable, bound) appended to the universe, innermost, with its
+        bound fixed to `bound`: the blocks of a tiling or incrementalisation rewrite, or
+        a dimension the front end adds. Named `hint` plus the first free number."""
+        from tempo.core.utils import make_symbols
+
+        taken = {v.name for v in self.universe.variables}
+        name = next(f"{hint}{j}" for j in range(len(taken), 2 * len(taken) + 2)
+                    if f"{hint}{j}" not in taken)
+        start = max((v.idx // 2 + 1 for v in self.universe.variables), default=0)
+        (var, ub), = make_symbols([name], start_idx=start)
+        self.universe = self.universe.append_dim(var)
+        self.bound_defs[ub] = int(bound)
+        self.version += 1
+        return var, ub
+
     def add_op(
         self,
         op: Op,

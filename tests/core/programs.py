@@ -51,6 +51,7 @@ class Mode:
     configure: Callable[[Any], Any]
     runner: Runner = run_plain
     atol: float = 0.0
+    rtol: float = 0.0
 
 
 def run(cfg: Any, num_dims: int, build: Build, bounds: dict[int, int],
@@ -69,7 +70,7 @@ def run(cfg: Any, num_dims: int, build: Build, bounds: dict[int, int],
     for mode in MODES:
         got, done[mode.name] = mode.runner(mode.configure(cfg), prog, done)
         for name in res:
-            torch.testing.assert_close(got[name], res[name], rtol=0, atol=mode.atol,
+            torch.testing.assert_close(got[name], res[name], rtol=mode.rtol, atol=mode.atol,
                                        msg=lambda m, n=name, md=mode.name: f"mode {md!r}, "
                                        f"tensor {n!r} differs from the plain run: {m}")
     return res
@@ -105,6 +106,13 @@ def memory_mode(cfg: Any) -> Any:
 def swap_mode(cfg: Any) -> Any:
     """`memory_mode(cfg)` with swapping on for points of any size."""
     return dataclasses.replace(memory_mode(cfg), enable_swap=True, swap_bytes_min=0)
+
+
+def incremental_mode(cfg: Any) -> Any:
+    """`memory_mode(cfg)` with incrementalisation of every tensor above 16 bytes (blocks
+    of one or a few rows)."""
+    return dataclasses.replace(memory_mode(cfg), enable_incrementalization=True,
+                               incrementalize_mem_threshold=16, incrementalization_percentile=50)
 
 
 @contextlib.contextmanager
@@ -149,6 +157,7 @@ MODES: list[Mode] = [
     Mode("memory", memory_mode),
     Mode("circular", memory_mode, run_circular),
     Mode("swap", swap_mode, run_swapped),
+    Mode("incremental", incremental_mode, atol=1e-5, rtol=1e-5),
 ]
 
 

@@ -1,0 +1,140 @@
+"""Incrementalisation for memory (ARCHITECTURE §5.5): a tensor larger than
+`incrementalize_mem_threshold` bytes is computed in blocks of rows of one spatial dim,
+over a new dimension, so that only one block of it (and of the ops around it) is alive at
+a time; sums over that dim add up per-block sums. E.g. the loss of a learner over a large
+batch, `(relu(x @ w) * v).sum()`, never holds the whole `relu(x @ w)`.
+
+The region of ops that run per block is planned in `incrementalize_plan`; here the graph
+is rewritten. Each region op gains the block dimension `k` (its rows: `k*U : (k+1)*U`), so
+the garbage collector frees a block once the block's readers ran; inputs outside the
+region are sliced per block; a sum over the rows becomes a per-block sum and a sum over
+the blocks (the same value up to float reassociation); an outside reader that needs a
+region tensor whole reads its blocks put back together.
+
+The number of blocks K divides the rows (blocks are static, equal shapes): the least K
+that leaves each block at most `incrementalization_percentile` % of the rows and at most
+the threshold in bytes, if the rows allow it (else one row per block)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from tempo.compiler.passes.incrementalize_plan import Region, grow, shape_with, with_rows
+from tempo.core import ops
+from tempo.core.configs import ExecutionConfig
+from tempo.core.domain import Domain
+from tempo.core.index_expr import ConstInt, IndexSequence, Slice, Symbol
+from tempo.core.sdg import SDG, TensorId, TensorInfo
+from tempo.core.shape import Shape
+
+DIM_HINT = "inc"  # names of the block dimensions: inc<n>
+
+
+def run(sdg: SDG, cfg: ExecutionConfig) -> SDG:
+    threshold = cfg.incrementalize_mem_threshold
+    big = sorted(((_bytes(sdg, tid), tid.op_id, tid) for tid, info in sdg.tensors.items()
+                  if info.shape.is_static()), reverse=True)
+    made: dict[int, Symbol] = {}   # block count -> its dimension
+    for nbytes, _, tid in big:
+        if nbytes <= threshold:
+            break
+        if tid not in sdg.tensors:
+            continue
+        frozen = frozenset(v.name for v in made.values())
+        regions = [grow(sdg, tid, d, frozen) for d in range(len(sdg.tensors[tid].shape))]
+        scored = [(saved(sdg, r), -d) for d, r in enumerate(regions) if r is not None]
+        if not scored or max(scored)[0] <= 0:
+            continue
+        reg = regions[-max(scored)[1]]
+        assert reg is not None
+        k = blocks(reg.rows, nbytes, cfg)
+        if k not in made:
+            made[k] = sdg.new_dim(DIM_HINT, k)[0]
+        rewrite(sdg, reg, made[k], k)
+    return sdg
+
+
+def saved(sdg: SDG, reg: Region) -> int:
+    """Bytes the region no longer holds whole, less what putting tensors back together
+    costs (a stacked copy and the joined tensor per concat exit)."""
+    held = sum(_bytes(sdg, TensorId(i, 0)) for i in reg.dims if i not in reg.concat)
+    return held - 2 * sum(_bytes(sdg, TensorId(i, 0)) for i in reg.concat)
+
+
+def _bytes(sdg: SDG, tid: TensorId) -> int:
+    info = sdg.tensors[tid]
+    return int(info.shape.as_static().prod()) * info.dtype.repr_bytes
+
+
+def blocks(rows: int, nbytes: int, cfg: ExecutionConfig) -> int:
+    """The number of blocks: the least divisor of `rows` giving blocks of at most
+    `incrementalization_percentile` % of the rows and at most the threshold in bytes."""
+    pct = cfg.incrementalization_percentile
+    least = rows if pct == 0 else -(-100 // pct)
+    for k in range(max(2, least), rows):
+        if rows % k == 0 and nbytes // k <= cfg.incrementalize_mem_threshold:
+            return k
+    return rows
+
+
+def rewrite(sdg: SDG, reg: Region, var: Symbol, k: int) -> None:
+    """Run the region's ops once per block of `rows // k` rows along `var` (see module)."""
+    u = reg.rows // k
+    internal = [e for i in reg.dims for e in sdg.in_edges[i] if e.src.op_id in reg.dims]
+    for i, d in reg.dims.items():
+        op = sdg.ops[i]
+        sdg.replace_op(replace(with_rows(op, d, u), domain=op.domain.append_dim(var)))
+        tid = TensorId(i, 0)
+        info = sdg.tensors[tid]
+        sdg.tensors[tid] = TensorInfo(shape_with(info.shape, d, u), info.dtype)
+    for e in internal:
+        sdg.set_input(e, e.src, e.expr.append_member(var))
+    sliced: dict[tuple[TensorId, str, int, tuple[str, ...]], TensorId] = {}
+    for e, j in reg.leaves.items():  # one slice per block for readers of the same rows
+        dom = sdg.ops[e.sink].domain
+        key = (e.src, str(e.expr), j, tuple(v.name for v in dom.variables))
+        if key not in sliced:
+            sliced[key] = _new(sdg, ops.SliceOp, dom, [(e.src, e.expr)], dim=j,
+                               start=var * u, length=u)
+        sdg.set_input(e, sliced[key], dom.basis_expr)
+    whole = _all_blocks(k)
+    for s, i in reg.exits.items():
+        op = sdg.ops[s]
+        assert isinstance(op, ops.SumOp)
+        dom = op.domain.append_dim(var)
+        part = _new(sdg, ops.SumOp, dom, [(TensorId(i, 0), dom.basis_expr)], dims=op.dims,
+                    keepdim=op.keepdim, site=op.site)
+        sdg.redefine(ops.SumOp(op_id=s, domain=op.domain, dims=(0,), site=op.site),
+                     [(part, op.domain.basis_expr.append_member(whole))])
+    for i, readers in reg.concat.items():
+        joined = _joined(sdg, TensorId(i, 0), reg.dims[i], whole)
+        for e in readers:
+            sdg.set_input(e, joined, e.expr)
+
+
+def _all_blocks(k: int) -> Slice:
+    return Slice(ConstInt(0), ConstInt(k))
+
+
+def _joined(sdg: SDG, tid: TensorId, d: int, whole: Slice) -> TensorId:
+    """The blocks of region tensor `tid` put back together along its dim `d`, over the
+    region's domain without the block dimension."""
+    op = sdg.ops[tid.op_id]
+    dom = op.domain.remove_dim(op.domain.variables[-1])
+    n = len(sdg.tensors[tid].shape)
+    stacked = _new(sdg, ops.IdentOp, dom, [(tid, dom.basis_expr.append_member(whole))],
+                   site=op.site)
+    perm = (*range(1, d + 1), 0, *range(d + 1, n + 1))
+    moved = _new(sdg, ops.PermuteOp, dom, [(stacked, dom.basis_expr)], dims=perm, site=op.site)
+    shape = sdg.tensors[moved].shape.as_static()
+    rows = shape[d] * shape[d + 1]
+    full = (*shape[:d], rows, *shape[d + 2:])
+    return _new(sdg, ops.ReshapeOp, dom, [(moved, dom.basis_expr)], shape=Shape.from_(full),
+                site=op.site)
+
+
+def _new(sdg: SDG, op_cls: type[ops.Op], domain: Domain,
+         reads: list[tuple[TensorId, IndexSequence]], **params: object) -> TensorId:
+    op = op_cls(op_id=sdg.new_id(), domain=domain, **params)  # type: ignore[arg-type]
+    sdg.add_inferred(op, reads)
+    return TensorId(op.op_id, 0)
