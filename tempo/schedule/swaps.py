@@ -23,6 +23,7 @@ runtime offloads further points when the plan is not enough (runtime/swap.py).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -214,14 +215,33 @@ def _lag(e: Edge, s: _Site, sdg: SDG, loop: Loop, k: int,
 
 def _place_fetches(tid: TensorId, e: Edge, s: _Site, sdg: SDG, ahead: int, j: int,
                    ins: _Inserts) -> None:
-    """A fetch right before the far read, and a prefetch of the read `ahead` iterations
-    later of the innermost loop around the reader (within its stage) right after it."""
-    seq, k = s.path[-1]
+    """Fetch what the far read needs right before it and prefetch the read `ahead`
+    iterations later of the innermost loop around the reader right after it; loops (of
+    the reader's stage) whose counter the read does not use are left: the fetch goes
+    before the outermost of them, once, with nothing to prefetch."""
+    op = sdg.ops[e.sink]
+    names = {v.name: f"({p})" for v, p in zip(op.domain.variables, s.node.point)}
+    read = " ".join(m.to_py(names) if not isinstance(m, Slice) else " ".join(m.bounds_py(names))
+                    for m in e.expr)
     edge = sdg.in_edges[e.sink].index(e)
-    ins.add(ins.before, seq, (id(seq), k), Fetch(tid, e.sink, edge, s.node.point))
-    inner = [lp for d, lp in s.loops if d > j]
-    if not ahead or not inner or inner[-1].counter not in s.node.point:
+    fetch = Fetch(tid, e.sink, edge, s.node.point)
+    inner = [(d, lp) for d, lp in s.loops if d > j]
+    k = len(inner)
+    while k and not _uses(read, inner[k - 1][1].counter):
+        k -= 1
+    if k < len(inner):  # hoisted before the outermost loop the read does not vary in
+        seq, pos = s.path[inner[k][0] - 1]
+        ins.add(ins.before, seq, (id(seq), pos), fetch)
         return
-    c, step = inner[-1].counter, inner[-1].step * ahead
+    seq, pos = s.path[-1]
+    ins.add(ins.before, seq, (id(seq), pos), fetch)
+    if not ahead or not inner:
+        return
+    c, step = inner[-1][1].counter, inner[-1][1].step * ahead
     point = tuple(p if p != c else f"({c} + {step})" for p in s.node.point)
-    ins.add(ins.after, seq, (id(seq), k), Fetch(tid, e.sink, edge, point, ahead))
+    ins.add(ins.after, seq, (id(seq), pos), Fetch(tid, e.sink, edge, point, ahead))
+
+
+def _uses(code: str, name: str) -> bool:
+    """Whether Python expression text `code` mentions the identifier `name`."""
+    return re.search(rf"\b{re.escape(name)}\b", code) is not None
