@@ -89,10 +89,14 @@ class SwapStore(TrackedStore):
         """The schedule's fetch: point `key` back on the device before its read (`ahead`:
         a prefetch, iterations before it). Points not stored are skipped."""
         value = dict.get(self, key)
-        if isinstance(value, Offloaded):
-            self._back(key, value)
-            if ahead:
-                self.acct.prefetched += value.nbytes
+        if not isinstance(value, Offloaded):
+            return
+        cap = self.acct.cap
+        if ahead and cap is not None and self.acct.live + value.nbytes > cap:
+            return  # a prefetch is opportunistic: it never pushes other points out
+        self._back(key, value)
+        if ahead:
+            self.acct.prefetched += value.nbytes
 
     def __getitem__(self, key: Any) -> Any:
         value = dict.__getitem__(self, key)
