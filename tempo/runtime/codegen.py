@@ -3,6 +3,7 @@ are inlined arithmetic, each Exec is one call of a pre-bound kernel: no tree wal
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -199,6 +200,9 @@ class CodeGen:
                     if self.charges is not None:
                         self.lines.extend(self.charges.dropped_line(done, pad))
             self.frees(frees, pad)
+        elif isinstance(node, Loop) and not (ind == 1 and (self.tick or self.steps)) and \
+                self.bulk_frees(node, pad):
+            pass  # (an outer loop keeps its steps: the timeline samples each)
         elif isinstance(node, Loop):
             step = f", {node.step}" if node.step != 1 else ""
             end = self.ended_loops.get(id(node))
@@ -244,6 +248,27 @@ class CodeGen:
             self.fetch(node, pad)
         else:
             raise TypeError(f"unknown schedule node {node!r}")
+
+    def bulk_frees(self, loop: Loop, pad: str) -> bool:
+        """A loop that only frees a range of points of block or window stores along their
+        stored dim becomes one `pop_range` per store (False: not such a loop)."""
+        body = loop.body.children if isinstance(loop.body, Seq) else [loop.body]
+        if loop.step != 1 or not body or not all(
+                isinstance(f, Free) and f.tensor in self.blocked and f.tensor not in self.local
+                for f in body):
+            return False
+        word = re.compile(rf"\b{re.escape(loop.counter)}\b")
+        lines = []
+        for f in body:
+            assert isinstance(f, Free)
+            d, point = self.blocked[f.tensor], list(f.point)
+            pre = point[:d] + point[d + 1:]
+            if point[d] != loop.counter or any(word.search(p) for p in pre):
+                return False
+            lines.append(f"{pad}{store_name(f.tensor)}.pop_range({self._key(pre)}, "
+                         f"{loop.lo}, {loop.hi})")
+        self.lines.extend(lines)
+        return True
 
     def find_ended_loops(self, node: Node, loops: tuple[Loop, ...] = ()) -> None:
         """Map each ending to the loop over its dimension that executes its tensor: the

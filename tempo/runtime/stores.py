@@ -242,6 +242,16 @@ class RangedStore(abc.ABC):
         pre, i = self.lay.split(key)
         self.write(pre, i, value)
 
+    @abc.abstractmethod
+    def pop(self, key: tuple, default: Any = None) -> Any:
+        """Free point `key` (its buffer goes once no point of it is alive)."""
+
+    def pop_range(self, pre: tuple, lo: int, hi: int) -> None:
+        """Free points lo..hi-1 along the stored dim (a loop of frees, in one call)."""
+        d = self.dim
+        for i in range(lo, hi):
+            self.pop(pre[:d] + (i,) + pre[d:])
+
     def _forget(self, key: tuple) -> None:
         """Give the buffer `key` back (its last point was freed)."""
         del self.filled[key], self.slots[key]
@@ -336,6 +346,16 @@ class BlockStore(RangedStore):
             e = min(hi, (b + 1) * U) - b * U
             out.append((lay.front(self.bufs[(pre, b)]), s, e))
         return out
+
+    def pop_range(self, pre: tuple, lo: int, hi: int) -> None:
+        U = self.block
+        for b in range(lo // U, (hi - 1) // U + 1) if hi > lo else ():
+            filled = self.filled.get((pre, b))
+            if filled is not None:
+                filled.difference_update(range(max(lo, b * U) - b * U,
+                                               min(hi, (b + 1) * U) - b * U))
+                if not filled:
+                    self._forget((pre, b))
 
     def pop(self, key: tuple, default: Any = None) -> Any:
         pre, i = self.lay.split(key)

@@ -23,6 +23,7 @@ from tempo.runtime.stores import (
     array_ops,
     storage_of,
 )
+from tempo.runtime.stores_deferred import DeferredBlockStore, stack_along
 
 D = 16  # floats per point: 64 B
 
@@ -94,10 +95,16 @@ def _layout(backend: str, acct: MemoryAccountant) -> Layout:
                   put, acct)
 
 
+def _block(backend: str, acct: MemoryAccountant, deferred: bool) -> BlockStore:
+    lay = _layout(backend, acct)
+    return DeferredBlockStore(lay, 4, stack_along(backend)) if deferred else BlockStore(lay, 4)
+
+
+@pytest.mark.parametrize("deferred", [False, True])
 @pytest.mark.parametrize("backend", ["torch", "numpy"])
-def test_block_store_reads_views_and_frees_blocks(backend: str) -> None:
+def test_block_store_reads_views_and_frees_blocks(backend: str, deferred: bool) -> None:
     acct = MemoryAccountant(None, str)
-    s = BlockStore(_layout(backend, acct), 4)
+    s = _block(backend, acct, deferred)
     pts = [np.full((2, 3), k, np.float32) for k in range(10)]
     for k, p in enumerate(pts):
         s[(k,)] = torch.from_numpy(p) if backend == "torch" else p
@@ -109,6 +116,26 @@ def test_block_store_reads_views_and_frees_blocks(backend: str) -> None:
     for k in range(4):
         s.pop((k,))
     assert acct.live == 2 * 4 * 6 * 4 and (0,) not in s and (5,) in s
+
+
+@pytest.mark.parametrize("backend", ["torch", "numpy"])
+def test_deferred_block_store_copies_at_the_first_read(backend: str) -> None:
+    acct = MemoryAccountant(None, str)
+    s = _block(backend, acct, deferred=True)
+    assert isinstance(s, DeferredBlockStore)
+    pts = [np.full((2, 3), k, np.float32) for k in range(12)]
+    wrap = (lambda a: torch.from_numpy(a)) if backend == "torch" else (lambda a: a)
+    for k in (0, 1, 2, 3, 4, 6, 5, 8, 9, 10, 11):  # block 1 out of order; 7 never written
+        s.write((), k, wrap(pts[k]))
+    assert acct.live == 3 * 4 * 6 * 4  # blocks are allocated as they are first written
+    assert s[(6,)] is not None and np.asarray(s[(6,)])[0, 0] == 6  # the pending value
+    s.pop_range((), 8, 12)  # block 2 freed before any read: never copied, released
+    assert acct.live == 2 * 4 * 6 * 4 and not s.pending.get(((), 2))
+    np.testing.assert_array_equal(np.asarray(s.read_slice((), 1, 4)), np.stack(pts[1:4]))
+    got = np.asarray(s.read_slice((), 4, 7))  # settled point by point (written 4, 6, 5)
+    np.testing.assert_array_equal(got, np.stack(pts[4:7]))
+    s.pop_range((), 0, 8)
+    assert acct.live == 0 and len(s) == 0 and not s.pending
 
 
 @pytest.mark.parametrize("backend", ["torch", "numpy"])

@@ -31,6 +31,7 @@ from tempo.runtime.stores import (
     array_ops,
     storage_of,
 )
+from tempo.runtime.stores_deferred import DeferredBlockStore, stack_along
 from tempo.runtime.swap import Swapper, SwapStore
 from tempo.runtime.udf_check import guard_udf
 from tempo.schedule import tree as st
@@ -183,7 +184,9 @@ class PythonExecutor(Executor):
                      be.move_to_front, cat, select, put, self.accountant)
         if kind.kind == "circular":
             return CircularStore(lay, kind.size)
-        return BlockStore(lay, kind.size)
+        if self.tracked:  # every byte counted: points are copied in as they are written
+            return BlockStore(lay, kind.size)
+        return DeferredBlockStore(lay, kind.size, stack_along(be.name))
 
     def _describe(self, tid: TensorId) -> str:
         return naming.tensor_label(self.sdg, tid)
