@@ -134,6 +134,11 @@ class Domain:
         """True when every variable `v` runs over `0:V` (no bound is overridden)."""
         return not self._bounds
 
+    def has_default_bound(self, var: Symbol) -> bool:
+        """True when `var` runs over `0:V` here (its bound is not overridden)."""
+        self.find_variable_index(var)
+        return var.name not in self._bounds
+
     def bound_of(self, var: Symbol) -> Any:
         """The upper bound of `var` here: its override, else `var.as_bound()`."""
         self.find_variable_index(var)

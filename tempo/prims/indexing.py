@@ -202,9 +202,13 @@ def _accumulate_cost(op: Any, ins: Sequence[Arg], outs: Sequence[Arg]) -> Cost:
 # ---------------------------------------------------------------- batching
 def _batch_index_select(op: ops.IndexSelectOp, batched: list[bool], shapes: list[Any], D: int,
                         d: str) -> Batching | None:
-    if not batched[0] or batched[1]:
-        return None  # a batched index is a gather, not an index_select
-    return same(replace(op, dim=op.dim + 1), 2)
+    if batched[0] and not batched[1]:
+        return same(replace(op, dim=op.dim + 1), 2)
+    if not batched[0] and op.dim == 0 and len(shapes[1]) == 0:
+        # one row of a fixed tensor per point (x[t], an unbatched value read at a symbol):
+        # the D points' rows are index_select with the (D,) index, in point order
+        return same(op, 2)
+    return None  # a batched index into batched rows is a gather, not an index_select
 
 
 def _batch_all_inputs(op: Any, batched: list[bool], shapes: list[Any], D: int,

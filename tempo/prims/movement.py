@@ -358,9 +358,9 @@ def _batch_pad(op: ops.PadOp, batched: list[bool], shapes: list[Shape], D: int,
 
 def _batch_cat(op: ops.CatOp, batched: list[bool], shapes: list[Shape], D: int,
                d: str) -> Batching | None:
-    if not all(batched):
-        return None  # an unbatched piece would need copying D times
-    return same(replace(op, dim=op.dim + 1), len(shapes))
+    # an unbatched piece is broadcast to (D, ...) first (a view), then copied with the rest
+    return Batching(replace(op, dim=op.dim + 1), (None,) * len(shapes),
+                    expand=not all(batched))
 
 
 def _batch_flip(op: ops.FlipOp, batched: list[bool], shapes: list[Shape], D: int,

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from tempo.api.autodiff.grad_rules import NOT_DIFFERENTIABLE
-from tempo.compiler.op_rules import NO_BATCHING, writes_outputs
+from tempo.compiler.op_rules import writes_outputs
 from tempo.compiler.passes.vectorize_rules import Batching, same
 from tempo.core import ops
 from tempo.core.dtype import dtypes
@@ -155,8 +155,20 @@ def _np_eval_symbol(op: ops.EvalSymbolOp, be: Any) -> Kernel:
 # ---------------------------------------------------------------- batching
 def _batch_rand(op: ops.RandOp, batched: list[bool], shapes: list[Any], D: int,
                 d: str) -> Batching | None:
-    """D independent draws in one call: the same distribution, another stream order.
-    (Consts and fills have no batching rule: they do not vary along any dim.)"""
+    """D independent draws in one call: the same distribution, another stream order."""
+    return same(replace(op, shape=op.shape.prepend_dim(D)), 0)
+
+
+def _batch_const(op: ops.ConstOp, batched: list[bool], shapes: list[Any], D: int,
+                 d: str) -> Batching | None:
+    """A constant left over a dim (folded there; a reader stacks it along the dim): its D
+    copies as one constant, so that reader takes them at once."""
+    value = np.ascontiguousarray(np.broadcast_to(op.value, (D, *op.value.shape)))
+    return same(replace(op, value=value), 0)
+
+
+def _batch_fill(op: ops.FillOp, batched: list[bool], shapes: list[Any], D: int,
+                d: str) -> Batching | None:
     return same(replace(op, shape=op.shape.prepend_dim(D)), 0)
 
 
@@ -171,9 +183,9 @@ def _batch_eval_symbol(op: ops.EvalSymbolOp, batched: list[bool], shapes: list[A
                             site=op.site), 0)
 
 # ---------------------------------------------------------------- registration
-primitive(ops.ConstOp, grad=NOT_DIFFERENTIABLE, batching=NO_BATCHING, cost=writes_outputs,
+primitive(ops.ConstOp, grad=NOT_DIFFERENTIABLE, batching=_batch_const, cost=writes_outputs,
           torch=const_kernel, jax=const_kernel, numpy=const_kernel)
-primitive(ops.FillOp, grad=NOT_DIFFERENTIABLE, batching=NO_BATCHING, cost=writes_outputs,
+primitive(ops.FillOp, grad=NOT_DIFFERENTIABLE, batching=_batch_fill, cost=writes_outputs,
           torch=_torch_fill, jax=_jax_fill, numpy=_np_fill)
 primitive(ops.RandOp, grad=NOT_DIFFERENTIABLE, batching=_batch_rand, cost=writes_outputs,
           torch=_torch_rand, jax=_jax_rand, numpy=_np_rand)

@@ -7,6 +7,9 @@ the first iteration's loss equals the same computation in NumPy on the recorded 
 
 from __future__ import annotations
 
+from collections import Counter
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -20,8 +23,9 @@ from tempo.core.configs import ExecutionConfig
 GAMMA, LAMBDA, CLIP, VF, ENT = 0.99, 0.96, 0.2, 0.5, 0.01
 
 
-def build(backend: str, B: int, I: int, T: int, hidden: int, store: dict) -> tuple:
-    cfg = ExecutionConfig(dev="cpu", backend=backend, path="")
+def build(backend: str, B: int, I: int, T: int, hidden: int, store: dict,
+          **flags: Any) -> tuple:
+    cfg = ExecutionConfig(dev="cpu", backend=backend, path="", **flags)
     ctx = TempoContext(cfg, num_dims=3)
     (b, B_), (i, I_), (t, T_) = ctx.variables_and_bounds
     with ctx:
@@ -84,3 +88,54 @@ def test_artifact_ppo_runs_and_its_loss_is_ppos(backend: str, B: int, I: int, T:
     assert np.all(r <= 0) and np.all(r >= -1)  # the trivial env's reward -|s|
     # the update moved the parameters: a later iteration's values differ from the first's
     assert not np.allclose(rows[-1][2], v)
+
+
+def _rows(backend: str, B: int, I: int, T: int, **flags: Any) -> list:
+    store: dict = {}
+    ctx, bounds = build(backend, B, I, T, 8, store, **flags)
+    ctx.compile(bounds).execute()
+    return sorted(store["rows"], key=lambda row: row[0])
+
+
+@pytest.mark.parametrize("backend", ["torch", "numpy"])
+def test_vectorised_ppo_reads_what_the_loops_read(backend: str) -> None:
+    """The rollout batched over b (the env's vectorised reset/step) and the learner over
+    (b, t) give the per-point program's numbers: the same episodes (each env seeded by its
+    point), the same values and losses up to summation order, over several updates."""
+    loops = _rows(backend, 3, 3, 5, enable_vectorization=False)
+    batched = _rows(backend, 3, 3, 5)
+    for a, v in zip(loops, batched):
+        assert a[0] == v[0]
+        for x, y in zip(a[1:], v[1:]):
+            np.testing.assert_allclose(y, x, rtol=2e-5, atol=1e-6)
+    np.testing.assert_array_equal(loops[0][1], batched[0][1])  # first rollout: bit for bit
+
+
+def _calls(B: int, T: int) -> tuple[int, int]:
+    """Kernel calls of one run (2 iterations): (ops looping over t, the others)."""
+    store: dict = {}
+    ctx, bounds = build("torch", B, 2, T, 8, store)
+    exe = ctx.compile(bounds)
+    ns = exe.generated.namespace
+    count: Counter = Counter()
+    for k in [k for k in ns if k.startswith("k") and k[1:].isdigit()]:
+        def counted(*a: Any, _f: Any = ns[k], _k: str = k) -> Any:
+            count[_k] += 1
+            return _f(*a)
+        ns[k] = counted
+    exe.execute()
+    over_t = sum(n for k, n in count.items()
+                 if "d2" in [v.name for v in exe.sdg.ops[int(k[1:])].domain.variables])
+    return over_t, sum(count.values()) - over_t
+
+
+def test_kernel_calls_do_not_grow_with_b_and_are_constant_per_step() -> None:
+    """The rollout runs O(1) kernel calls per env step whatever B (the env steps all B
+    envs in one call), and the learner's calls outside the step loops depend on neither
+    B nor T."""
+    # (sizes past the contraction threshold, so that every size makes the same rewrites)
+    c4, large = _calls(16, 4), _calls(64, 4)
+    assert c4 == large
+    c8, c12 = _calls(16, 8), _calls(16, 12)
+    assert c4[1] == c8[1] == c12[1]
+    assert c12[0] - c8[0] == c8[0] - c4[0]  # the same number of calls per step

@@ -206,19 +206,30 @@ def _select_of_expand(sdg: SDG, op: ops.IndexSelectOp) -> bool:
     if not isinstance(mid, ops.ExpandOp) or not x_e.is_point() or len(sdg.read_shape(idx_e)):
         return False
     inner = through(sdg, x_e)
-    if inner is None or not inner.is_point() or not out.is_static():
+    if inner is None or not inner.is_point():
         return False
-    src = tuple(sdg.read_shape(inner))
+    src_shape = sdg.read_shape(inner)
+    if not src_shape.is_static():
+        return False
+    src = tuple(src_shape.as_static())
     lead = len(sdg.tensors[x_e.src].shape) - len(src)
-    kind: type[ops.ExpandOp] | type[ops.ReshapeOp]
     if op.dim < lead:
-        kind = ops.ExpandOp
-    elif src[op.dim - lead] == 1 and lead == 0 and src[:op.dim] + src[op.dim + 1:] == tuple(out):
-        kind = ops.ReshapeOp
+        read = (inner.src, inner.expr)
+    elif src[op.dim - lead] == 1:  # a size-1 dim the expand broadcast: squeeze it first
+        k = op.dim - lead
+        squeezed = src[:k] + src[k + 1:]
+        if same_shape(Shape.from_(squeezed), out):
+            sdg.redefine(ops.ReshapeOp(shape=out, op_id=op.op_id, domain=op.domain,
+                                       site=op.site, tags=op.tags), [(inner.src, inner.expr)])
+            return True
+        mid_op = ops.ReshapeOp(shape=Shape.from_(squeezed), op_id=sdg.new_id(),
+                               domain=op.domain, site=op.site)
+        sdg.add_inferred(mid_op, [(inner.src, inner.expr)])
+        read = (TensorId(mid_op.op_id, 0), op.domain.basis_expr)
     else:
         return False
-    new = kind(shape=out, op_id=op.op_id, domain=op.domain, site=op.site, tags=op.tags)
-    sdg.redefine(new, [(inner.src, inner.expr)])
+    new = ops.ExpandOp(shape=out, op_id=op.op_id, domain=op.domain, site=op.site, tags=op.tags)
+    sdg.redefine(new, [read])
     return True
 
 

@@ -111,10 +111,32 @@ class _Contraction:
         sdg.remove_op(self.m.op_id)
 
 
+def _outer_products(sdg: SDG, batched: set[int]) -> None:
+    """A batched matmul over a contracted dim of size 1 (`(..., m, 1) @ (..., 1, n)`, the
+    weight gradient of a Linear layer on one row per point) is a broadcast product: as a
+    matmul it runs as `D` tiny GEMMs, as a `mul` it is one elementwise kernel, and a sum
+    reading it becomes one matmul below. The product of one term is the same number."""
+    for mid in sorted(batched):
+        m = sdg.ops.get(mid)
+        if not isinstance(m, ops.MatMulOp) or not dtypes.is_float(
+                sdg.tensors[TensorId(mid, 0)].dtype):
+            continue
+        ea, eb = sdg.in_edges[mid]
+        sa, sb = sdg.read_shape(ea), sdg.read_shape(eb)
+        if not (sa.is_static() and sb.is_static()) or min(len(sa), len(sb)) < 2:
+            continue
+        if sa.as_static()[-1] != 1 or sb.as_static()[-2] != 1:
+            continue
+        sdg.redefine(ops.BinaryOp(op_id=mid, domain=m.domain, fn="mul", site=m.site),
+                     [(ea.src, ea.expr), (eb.src, eb.expr)])
+
+
 def contract(sdg: SDG, batched: set[int]) -> None:
     """Rewrite each `sum(mul(a, b))` whose product is one of the `batched` ops into a
     matmul, where it is a contraction of static shapes with at least
-    MIN_PRODUCT_ELEMENTS product elements."""
+    MIN_PRODUCT_ELEMENTS product elements (batched outer products first become such
+    products)."""
+    _outer_products(sdg, batched)
     for mid in sorted(batched):
         m = sdg.ops.get(mid)
         if not (isinstance(m, ops.BinaryOp) and m.fn == "mul") or sdg.is_kept(mid):

@@ -106,7 +106,7 @@ def read_kind(sdg: SDG, e: Edge, d: Symbol, size: int, shifts: bool) -> Read | N
 
 def _candidate(sdg: SDG, op: ops.Op, d: Symbol, size: int, cfg: ExecutionConfig
                ) -> tuple[Batching, Pieces | None, list[Read]] | None:
-    if not op.domain.has_default_bounds() or op.num_outputs == 0:
+    if not op.domain.has_default_bound(d) or op.num_outputs == 0:
         return None
     if not isinstance(op, ops.EvalSymbolOp) and any(
             not isinstance(x, int) and mentions(x, d) for x in op.runtime_exprs()):
@@ -239,14 +239,15 @@ def _groups(sdg: SDG, d: Symbol, size: int,
         groups.setdefault(root(i), []).append(i)
     out = Plan(d, size)
     for members in groups.values():
-        if len(members) < cfg.reject_vec_groups_smaller_than:
-            continue
         reads = gathers = 0
         for i in members:
             for e in sdg.in_edges[i]:
                 reads += 1
                 s = e.src.op_id
                 gathers += s not in found and d in sdg.ops[s].domain
+        if len(members) < cfg.reject_vec_groups_smaller_than and (
+                gathers or not _only_stacked(sdg, d, size, members)):
+            continue
         if reads and gathers / reads > cfg.reject_vec_groups_with_external_deps_ratio_greater_than:
             continue
         for i in members:
@@ -256,3 +257,20 @@ def _groups(sdg: SDG, d: Symbol, size: int,
             if p is not None:
                 out.pieces[i] = p
     return out
+
+
+def _only_stacked(sdg: SDG, d: Symbol, size: int, members: list[int]) -> bool:
+    """Whether every reader outside the group reads all `size` points of `d` at once
+    (`x[0:D]`, e.g. a reduction): then batching gathers nothing and unbatches nothing, and
+    even a group smaller than the threshold saves D - 1 calls (a constant folded over `d`)."""
+    inside = set(members)
+    for i in members:
+        pos = sdg.ops[i].domain.find_variable_index(d)
+        for e in sdg.out_edges.get(i, []):
+            if e.sink in inside:
+                continue
+            m = e.expr[pos]
+            if not (isinstance(m, Slice) and m.start.try_eval(sdg.bound_defs) == 0
+                    and m.stop.try_eval(sdg.bound_defs) == size):
+                return False
+    return not any(sdg.is_kept(i) for i in members)

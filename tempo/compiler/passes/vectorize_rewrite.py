@@ -52,7 +52,13 @@ class _Rewriter:
 
     def _adapt(self, e: Edge, domain: Domain, op_cls: type[ops.Op], **params: Any) -> Edge:
         """Route read `e` through a new op over `domain`: the reader then reads it at
-        its own point."""
+        its own point. The new op keeps only the dims the read uses: an adapter of a
+        value that does not vary along a dim (a constant, a boundary value) runs once,
+        not at every point of the reader's other dims."""
+        used = {v.name for v in e.expr.vars_used()}
+        if e.cond is not None:
+            used |= {v.name for v in e.cond.vars_used()}
+        domain = domain.intersect([v for v in domain.variables if v.name in used])
         op = op_cls(op_id=self.sdg.new_id(), domain=domain, **params)
         probe = Edge(op.op_id, 0, e.src, e.expr, e.cond, e.site)
         shapes, dts = op.infer([self.sdg.read_shape(probe)], [self.sdg.tensors[e.src].dtype])

@@ -47,7 +47,7 @@ def same(op: ops.Op, n: int) -> Batching:
     return Batching(op, (None,) * n)
 
 
-_SOURCES = (ops.RandOp, ops.UDFSourceOp, ops.EvalSymbolOp)
+_SOURCES = (ops.RandOp, ops.UDFSourceOp, ops.EvalSymbolOp, ops.ConstOp, ops.FillOp)
 
 
 def batch_op(op: ops.Op, batched: list[bool], shapes: list[Shape], dts: list[DataType],

@@ -91,8 +91,10 @@ def test_num_envs_is_one_vector_env_per_point() -> None:
     np.testing.assert_array_equal(out[0][1], ref_rew.T)
 
 
-def test_vectorised_udfs_step_a_block_in_one_vector_env_call() -> None:
-    """What the vectorisation pass calls: reset/step over b as one gymnasium vector env."""
+def test_vectorised_udfs_step_a_block_exactly_as_its_points() -> None:
+    """What the vectorisation pass calls: reset/step over b as one UDF call, each point's
+    sub-env seeded with its point seed, so the block reads what the points read (CartPole's
+    native vector env takes one seed: its points are stepped one by one inside the call)."""
     ctx = TempoContext(_cfg(), num_dims=3)
     (b, _), (i, _), (t_sym, _) = ctx.variables_and_bounds
     with ctx:
@@ -101,29 +103,54 @@ def test_vectorised_udfs_step_a_block_in_one_vector_env_call() -> None:
     runner = env._runners[-1]
     reset, step = runner.reset_vectorized(b, B), runner.step_vectorized(b, B)
     acts = np.random.default_rng(2).integers(0, 2, (B, T))
-    obs0 = reset({i: 0})
-    ref_obs, ref_rew, ref_term = _reference(acts, point_seed(7, (0,)))
-    np.testing.assert_allclose(obs0, ref_obs[:, 0], rtol=1e-6)
+    obs0 = reset({i: 1})
+    refs = [_reference(acts[k:k + 1], point_seed(7, (k, 1))) for k in range(B)]
+    np.testing.assert_allclose(obs0, [r[0][0, 0] for r in refs], rtol=1e-6)
+    for t in range(T):
+        packed = step(acts[:, t], {i: 1})
+        for k, (ref_obs, ref_rew, ref_term) in enumerate(refs):
+            np.testing.assert_allclose(packed[k, :4], ref_obs[0, t + 1], rtol=1e-6)
+            assert packed[k, 4] == ref_rew[0, t] and (packed[k, 5] > 0.5) == ref_term[0, t]
+    with pytest.raises(TempoError, match="point by point|vectorised"):
+        runner.step_point(np.int64(0), {b: 0, i: 1})
+    assert runner.step_vectorized(t_sym, 2) is None  # episodes step along t: no batching
+    with pytest.raises(TempoError, match="sequentially"):
+        runner.step_block([(t_sym, 2)])
+
+
+def test_trivial_block_is_one_vector_env_call_per_step() -> None:
+    """The trivial set's vector env seeds sub-envs one by one: a block of B points is one
+    env, stepped once per step, and its values are those of B per-point envs."""
+    ctx = TempoContext(_cfg(), num_dims=2)
+    (b, _), (t_sym, _) = ctx.variables_and_bounds
+    with ctx:
+        kw = dict(max_episode_steps=5, observation_shape=(2,), continuous=True)
+        blocked = Env.make_env("trivial.trivial", **kw)
+        single = Env.make_env("trivial.trivial", **kw)
+        blocked.reset(domain=(b,))
+        single.reset(domain=(b,))
+    rb, rs = blocked._runners[-1], single._runners[-1]
+    reset, step = rb.reset_vectorized(b, B), rb.step_vectorized(b, B)
+    acts = np.random.default_rng(3).uniform(-2, 2, (B, 7, 1)).astype(np.float32)
+    got = [reset({})]
+    (slot,) = rb.slots.values()
+    assert len(slot.envs) == 1
     calls = 0
-    inner = runner.slots[(0,)].env.step
+    inner = slot.envs[0].step
 
     def counting(a: np.ndarray) -> tuple:
         nonlocal calls
         calls += 1
         return inner(a)
 
-    runner.slots[(0,)].env.step = counting  # type: ignore[method-assign]
-    for t in range(T):
-        packed = step(acts[:, t], {i: 0})
-        np.testing.assert_allclose(packed[:, :4], ref_obs[:, t + 1], rtol=1e-6)
-        np.testing.assert_array_equal(packed[:, 4], ref_rew[:, t])
-        np.testing.assert_array_equal(packed[:, 5] > 0.5, ref_term[:, t])
-    assert calls == T
-    with pytest.raises(TempoError, match="point by point|vectorised"):
-        runner.step_point(np.int64(0), {b: 0, i: 0})
-    assert runner.step_vectorized(t_sym, 2) is None  # episodes step along t: no batching
-    with pytest.raises(TempoError, match="sequentially"):
-        runner.step_block([(t_sym, 2)])
+    slot.envs[0].step = counting  # type: ignore[method-assign]
+    got += [step(acts[:, t], {}) for t in range(7)]
+    assert calls == 7
+    for k in range(B):
+        np.testing.assert_array_equal(got[0][k], rs.reset_point({b: k}))
+        for t in range(7):
+            np.testing.assert_array_equal(got[t + 1][k], rs.step_point(acts[k, t], {b: k}))
+    assert got[-1][:, -2].all()  # terminated after 5 steps, absorbing after
 
 
 def test_trivial_env_broadcasts_its_state_and_rewards_minus_abs() -> None:

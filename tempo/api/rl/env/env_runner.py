@@ -7,8 +7,11 @@ return its last observation, reward 0 and the same (sticky) terminated/truncated
 fixed-length rollout over `t` stays well defined and its reward sum is the episode return.
 
 Vectorised over a domain dim (`lazy_vectorized_version`), a reset point becomes a block of
-points served by one slot whose vector env has a sub-env per point, and a step over the block
-is one vector-env call."""
+points served by one slot, and a step over the block is one call of the UDF. The block's
+sub-envs are exactly the points' own (each seeded by its point's seed), so a vectorised
+program reads the values the per-point one does: one vector env steps them all when it
+seeds sub-envs one by one (gymnasium's Sync/Async vector envs, the trivial set's); native
+vector envs taking one seed (CartPole's) are stepped one per point inside that call."""
 
 from __future__ import annotations
 
@@ -38,21 +41,51 @@ def point_seed(seed: int, key: tuple[int, ...]) -> int:
     return int(np.random.SeedSequence([int(seed), *(int(k) for k in key)]).generate_state(1)[0])
 
 
-class Slot:
-    """A gymnasium vector env of `n` sub-envs with absorbing episodes."""
+def seeds_sub_envs(env: gym.vector.VectorEnv) -> bool:
+    """Whether `env.reset(seed=[...])` seeds each sub-env by its own seed (gymnasium's
+    Sync/Async vector envs, the trivial set's), so that sub-envs of different points can
+    share one vector env exactly; native vector envs (e.g. CartPole's) take one seed."""
+    return isinstance(env, gym.vector.SyncVectorEnv | gym.vector.AsyncVectorEnv) or bool(
+        getattr(env, "seeds_sub_envs", False))
 
-    def __init__(self, make: Callable[[int], gym.vector.VectorEnv], n: int, layout: Any) -> None:
-        self.env = make(n)
-        self.n = n
+
+class Slot:
+    """The episodes of `points` reset points of `per` sub-envs each, with absorbing
+    episodes. Point k's sub-envs behave as that point's own vector env reset with its
+    seed (a slot of several points is a vectorised reset): one vector env for all of
+    them when it seeds sub-envs one by one, else a vector env per point stepped in turn."""
+
+    def __init__(self, make: Callable[[int], gym.vector.VectorEnv], points: int, per: int,
+                 layout: Any) -> None:
+        env = make(points * per)
+        if points == 1 or seeds_sub_envs(env):
+            self.envs = [env]
+        else:
+            env.close()
+            self.envs = [make(per) for _ in range(points)]
+        self.lists = seeds_sub_envs(self.envs[0])
+        self.n = points * per
+        self.per = per
         self.layout = layout  # how the slot was reset: () per point, else the vectorised dims
         self.seeded = False
-        self.done = np.zeros(n, bool)
-        self.term = np.zeros(n, bool)
-        self.trunc = np.zeros(n, bool)
+        self.done = np.zeros(self.n, bool)
+        self.term = np.zeros(self.n, bool)
+        self.trunc = np.zeros(self.n, bool)
         self.last_obs: np.ndarray | None = None
 
-    def reset(self, seed: int | None) -> np.ndarray:
-        obs, _ = self.env.reset(seed=None if self.seeded else seed)
+    def _reset(self, seeds: Sequence[int] | None) -> np.ndarray:
+        if seeds is None:
+            return np.concatenate([np.asarray(e.reset()[0]) for e in self.envs])
+        if self.lists:  # sub-env j of point k: seed s_k + j, as gymnasium seeds a vector env
+            subs = [int(s) + j for s in seeds for j in range(self.per)]
+            env: Any = self.envs[0]  # gymnasium types reset's seed as one int
+            return np.asarray(env.reset(seed=subs)[0])
+        return np.concatenate([np.asarray(e.reset(seed=int(s))[0])
+                               for e, s in zip(self.envs, seeds)])
+
+    def reset(self, seeds: Sequence[int]) -> np.ndarray:
+        """Seeded on the first reset; later resets continue the sub-envs' generators."""
+        obs = self._reset(None if self.seeded else seeds)
         self.seeded = True
         self.done[:] = False
         self.term[:] = False
@@ -60,9 +93,16 @@ class Slot:
         self.last_obs = np.array(obs)
         return self.last_obs
 
+    def _step(self, actions: np.ndarray) -> tuple[Any, ...]:
+        if len(self.envs) == 1:
+            return self.envs[0].step(actions)[:4]
+        parts = [e.step(actions[k * self.per:(k + 1) * self.per])[:4]
+                 for k, e in enumerate(self.envs)]
+        return tuple(np.concatenate([np.asarray(p[j]) for p in parts]) for j in range(4))
+
     def step(self, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         assert self.last_obs is not None  # reset() ran: Runner.slot checks it
-        obs, rew, term, trunc, _ = self.env.step(actions)
+        obs, rew, term, trunc = self._step(actions)
         obs, rew = np.array(obs), np.asarray(rew, np.float32).copy()
         term, trunc = np.asarray(term, bool).copy(), np.asarray(trunc, bool).copy()
         was = self.done
@@ -98,19 +138,21 @@ class Runner:
     def _key(self, ts: dict, skip: Sequence[Symbol] = ()) -> tuple[int, ...]:
         return tuple(int(ts[v]) for v in self.vars if v not in skip)
 
-    def _fresh(self, key: tuple[int, ...], n: int, layout: Any) -> Slot:
+    def _fresh(self, key: tuple[int, ...], points: int, layout: Any) -> Slot:
         self.layouts.add(layout)
+        per = self.num_envs or 1
         old = self.slots.pop(key, None)
-        if old is not None and old.n == n and old.layout == layout:
+        if old is not None and old.n == points * per and old.layout == layout:
             self.slots[key] = old
             return old
-        pool = self.spare.get((layout, n))
-        slot = pool.pop() if pool else Slot(self.make, n, layout)
+        pool = self.spare.get((layout, points))
+        slot = pool.pop() if pool else Slot(self.make, points, per, layout)
         slot.seeded = False
         self.slots[key] = slot
         if len(self.slots) > MAX_LIVE_SLOTS:
             _, evicted = self.slots.popitem(last=False)
-            self.spare.setdefault((evicted.layout, evicted.n), []).append(evicted)
+            self.spare.setdefault((evicted.layout, evicted.n // evicted.per), []).append(
+                evicted)
         return slot
 
     def slot(self, key: tuple[int, ...], layout: Any) -> Slot:
@@ -133,7 +175,7 @@ class Runner:
     # ---------------------------------------------------------------- per point
     def reset_point(self, ts: dict) -> np.ndarray:
         key = self._key(ts)
-        obs = self._fresh(key, self.num_envs or 1, ()).reset(point_seed(self.seed, key))
+        obs = self._fresh(key, 1, ()).reset([point_seed(self.seed, key)])
         return obs if self.num_envs is not None else obs[0]
 
     def step_point(self, actions: Any, ts: dict) -> np.ndarray:
@@ -190,8 +232,9 @@ class Runner:
                 return np.stack([self.reset_point(p) for p in _points(ts, syms, sizes)]
                                 ).reshape((*sizes, *self._obs_point_shape()))
             key = self._key(ts, syms)
-            obs = self._fresh(key, math.prod(sizes) * per, layout).reset(
-                point_seed(self.seed, key))
+            points = _points(ts, syms, sizes)  # row-major: the order of the block's rows
+            obs = self._fresh(key, len(points), layout).reset(
+                [point_seed(self.seed, self._key(p)) for p in points])
             lead = (*sizes, per) if self.num_envs is not None else sizes
             return obs.reshape((*lead, *obs.shape[1:]))
 

@@ -26,7 +26,8 @@ def _spaces(obs_shape: Sequence[int], continuous: bool) -> tuple[gym.Space, gym.
 
 
 class TrivialVectorEnv(gym.vector.VectorEnv):
-    """Vector env with gymnasium spaces; autoresets in the same step (final obs in `info`)."""
+    """Vector env with gymnasium spaces; autoresets in the same step (final obs in `info`)
+    unless `autoreset=False` (Tempo's env runner: its episodes are absorbing)."""
 
     metadata = {"autoreset_mode": gym.vector.AutoresetMode.SAME_STEP}
 
@@ -37,19 +38,34 @@ class TrivialVectorEnv(gym.vector.VectorEnv):
         max_episode_steps: int = 64,
         continuous: bool = True,
         seed: int | None = None,
+        autoreset: bool = True,
     ) -> None:
         self.env = TrivialEnv(num_envs, observation_shape, max_episode_steps, "numpy",
-                              continuous=continuous, autoreset=True, seed=seed)
+                              continuous=continuous, autoreset=autoreset, seed=seed)
         self.num_envs = num_envs
         self.single_observation_space, self.single_action_space = _spaces(
             observation_shape, continuous)
         self.observation_space = gym.vector.utils.batch_space(
             self.single_observation_space, num_envs)
         self.action_space = gym.vector.utils.batch_space(self.single_action_space, num_envs)
+        self._rngs: list[np.random.Generator] | None = None
 
-    def reset(self, *, seed: int | None = None,
+    seeds_sub_envs = True  # reset(seed=[...]) seeds each sub-env (tempo's env runner)
+
+    def reset(self, *, seed: int | Sequence[int] | None = None,
               options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict[str, Any]]:
-        return self.env.reset(seed=seed), {}
+        """`seed`: one for all sub-envs (TrivialEnv's), or one per sub-env as gymnasium's
+        vector envs take (each sub-env then draws from its own generator, also on later
+        unseeded resets), so a sub-env does not depend on the others."""
+        if isinstance(seed, Sequence):
+            if len(seed) != self.num_envs:
+                raise ValueError(f"{len(seed)} seeds for {self.num_envs} sub-envs")
+            self._rngs = [np.random.default_rng(int(s)) for s in seed]
+        elif seed is not None or self._rngs is None:
+            self._rngs = None
+            return self.env.reset(seed=seed), {}
+        state = np.array([g.uniform(-1.0, 1.0) for g in self._rngs], np.float32)
+        return self.env.reset_to(state), {}
 
     def step(self, actions: Any) -> tuple[Any, Any, Any, Any, dict[str, Any]]:
         obs, rew, term, trunc, info = self.env.step(np.asarray(actions))

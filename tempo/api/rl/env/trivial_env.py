@@ -100,6 +100,12 @@ class TrivialEnv:
         self.state = self._sample_state()
         return self._obs(self.state)
 
+    def reset_to(self, state: Any) -> Any:
+        """Start a new episode from per-env states `state` (the backend's array)."""
+        self.step_count = 0
+        self.state = state
+        return self._obs(self.state)
+
     def step(self, action: Any) -> tuple[Any, Any, Any, Any, dict[str, Any]]:
         """Advance all envs; returns (obs, reward float32, terminated, truncated, info)."""
         if self.state is None:

@@ -129,7 +129,7 @@ def _trivial_vector(bctx: EnvBuildCtx) -> gym.vector.VectorEnv:
 
     kw = _trivial_kwargs(bctx)
     return TrivialVectorEnv(bctx.num_envs, kw["observation_shape"], kw["max_episode_steps"],
-                            bool(kw.get("continuous", True)), kw.get("seed"))
+                            bool(kw.get("continuous", True)), kw.get("seed"), autoreset=False)
 
 
 _PACKAGES = {"brax": "brax", "cule": "torchcule", "torchcatch": "torchcatch"}
