@@ -14,8 +14,13 @@ import torch
 from programs import Program, memory_mode, run_plain
 
 from tempo.api import RecurrentTensor as RT
+from tempo.api import TempoContext
+from tempo.api.nn import Linear
+from tempo.api.nn.init import const_init
+from tempo.api.optim.optim import SGD
 from tempo.compiler.passes.incrementalize import DIM_HINT, blocks
 from tempo.core.dtype import dtypes
+from tempo.core.sdg import TensorId
 
 T_, N, F, H = 3, 48, 8, 32
 RNG = np.random.default_rng(0)
@@ -110,3 +115,62 @@ def test_block_count_divides_the_rows_and_honours_the_percentile(cfg: Any) -> No
     assert blocks(7, 10_000, c) == 7    # a prime: one row per block
     assert blocks(48, 10**9, c) == 48   # the threshold cannot be met: one row per block
     assert blocks(48, 100, dataclasses.replace(c, incrementalization_percentile=0)) == 48
+
+
+def _learner(cfg: Any, batch: int = 512, hid: int = 64, iters: int = 3) -> tuple[list, Any]:
+    """Linear -> tanh -> Linear regression over one large batch, trained with SGD over
+    iterations `i` (the E6 learner's shape): the (batch, hid) activations and their
+    gradients are the large tensors. Returns every iteration's loss and the executor."""
+    x, y, w1, w2 = _learner_data(batch, hid)
+    losses: list[float] = []
+    ctx = TempoContext(cfg, num_dims=1, dim_names=("i",))
+    ((i, I),) = ctx.variables_and_bounds
+    with ctx:
+        l1 = Linear(8, hid, domain=(i,), w_init_fun=const_init(w1))
+        l2 = Linear(hid, 2, domain=(i,), w_init_fun=const_init(w2))
+        xs = RT.source_with_ts_udf(lambda ts: x * 1.0, (batch, 8), dtypes.float32, domain=(i,))
+        loss = ((l2(l1(xs).tanh()) - RT.const(y.numpy())) ** 2).mean()
+        loss.backward()
+        SGD(l1.parameters + l2.parameters, lr=0.05).step()
+        loss.sink_udf(lambda v: losses.append(float(v)))
+    exe = ctx.compile({I: iters})
+    exe.execute()
+    return losses, exe
+
+
+def _learner_data(batch: int, hid: int) -> tuple[torch.Tensor, ...]:
+    g = torch.Generator().manual_seed(0)
+    return (torch.randn(batch, 8, generator=g), torch.randn(batch, 2, generator=g),
+            torch.randn(hid, 8, generator=g) / 2, torch.randn(2, hid, generator=g) / 4)
+
+
+def _eager_losses(batch: int = 512, hid: int = 64, iters: int = 3) -> list[float]:
+    x, y, w1, w2 = _learner_data(batch, hid)
+    l1, l2 = torch.nn.Linear(8, hid), torch.nn.Linear(hid, 2)
+    with torch.no_grad():
+        for lin, w in ((l1, w1), (l2, w2)):
+            lin.weight.copy_(w)
+            lin.bias.zero_()
+    opt = torch.optim.SGD([*l1.parameters(), *l2.parameters()], lr=0.05)
+    out = []
+    for _ in range(iters):
+        loss = ((l2(l1(x).tanh()) - y) ** 2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        out.append(loss.item())
+    return out
+
+
+@pytest.mark.parametrize("backend", ["torch", "numpy"])
+def test_learner_over_a_large_batch_matches_eager_training(cfg: Any, backend: str) -> None:
+    """The batch is split: forward activations, their gradients and the weight gradients
+    (`x^T @ g`, a matmul contracting the rows) run per block; losses equal eager torch."""
+    losses, exe = _learner(_cfg(cfg, backend, threshold=512 * 64 * 4 // 8))
+    _, off = _learner(_cfg(cfg, backend, enable_incrementalization=False))
+    assert _block_dims(exe)
+    tanh = [op for op in exe.sdg.ops.values() if op.describe() == "tanh"]
+    assert tanh and all(exe.sdg.tensors[TensorId(op.op_id, 0)].shape[0] < 512 for op in tanh)
+    torch.testing.assert_close(torch.tensor(losses), torch.tensor(_eager_losses()),
+                               rtol=1e-5, atol=1e-6)
+    assert exe.memory_stats()["peak_bytes"] < off.memory_stats()["peak_bytes"] / 2

@@ -24,7 +24,7 @@ from tempo.core import ops
 from tempo.core.configs import ExecutionConfig
 from tempo.core.domain import Domain
 from tempo.core.index_expr import ConstInt, IndexSequence, Slice, Symbol
-from tempo.core.sdg import SDG, TensorId, TensorInfo
+from tempo.core.sdg import SDG, Edge, TensorId, TensorInfo
 from tempo.core.shape import Shape
 
 DIM_HINT = "inc"  # names of the block dimensions: inc<n>
@@ -42,7 +42,8 @@ def run(sdg: SDG, cfg: ExecutionConfig) -> SDG:
             continue
         frozen = frozenset(v.name for v in made.values())
         regions = [grow(sdg, tid, d, frozen) for d in range(len(sdg.tensors[tid].shape))]
-        scored = [(saved(sdg, r), -d) for d, r in enumerate(regions) if r is not None]
+        scored = [(saved(sdg, r, threshold), -d) for d, r in enumerate(regions)
+                  if r is not None]
         if not scored or max(scored)[0] <= 0:
             continue
         reg = regions[-max(scored)[1]]
@@ -54,11 +55,32 @@ def run(sdg: SDG, cfg: ExecutionConfig) -> SDG:
     return sdg
 
 
-def saved(sdg: SDG, reg: Region) -> int:
-    """Bytes the region no longer holds whole, less what putting tensors back together
-    costs (a stacked copy and the joined tensor per concat exit)."""
-    held = sum(_bytes(sdg, TensorId(i, 0)) for i in reg.dims if i not in reg.concat)
+def saved(sdg: SDG, reg: Region, threshold: int) -> int:
+    """Bytes of the tensors above the threshold the region no longer holds whole, less
+    what putting tensors back together costs (a stacked copy and the joined tensor per
+    concat exit). A region op read after an exit's result (e.g. activations the backward
+    pass reads once a loss over all blocks is known) has every block alive at once: it
+    saves nothing."""
+    late = _after_exits(sdg, reg)
+    whole = {i for i in reg.dims if i not in late
+             and any(e.sink in late for e in sdg.out_edges.get(i, []))} | set(reg.concat)
+    held = sum(n for n in (_bytes(sdg, TensorId(i, 0)) for i in reg.dims if i not in whole)
+               if n > threshold)
     return held - 2 * sum(_bytes(sdg, TensorId(i, 0)) for i in reg.concat)
+
+
+def _after_exits(sdg: SDG, reg: Region) -> set[int]:
+    """Region ops that depend on an exit's result (through any ops of the same point:
+    recurrences, which read other points, are not followed)."""
+    seen: set[int] = set()
+    todo = list(reg.exits)
+    while todo:
+        i = todo.pop()
+        for e in sdg.out_edges.get(i, []):
+            if e.sink not in seen and not isinstance(sdg.ops[e.sink], ops.MergeOp):
+                seen.add(e.sink)
+                todo.append(e.sink)
+    return seen & set(reg.dims)
 
 
 def _bytes(sdg: SDG, tid: TensorId) -> int:
@@ -90,22 +112,29 @@ def rewrite(sdg: SDG, reg: Region, var: Symbol, k: int) -> None:
     for e in internal:
         sdg.set_input(e, e.src, e.expr.append_member(var))
     sliced: dict[tuple[TensorId, str, int, tuple[str, ...]], TensorId] = {}
-    for e, j in reg.leaves.items():  # one slice per block for readers of the same rows
-        dom = sdg.ops[e.sink].domain
+
+    def rows_of(e: Edge, dom: Domain) -> TensorId:
+        """Block `var` of the rows along dim `reg.leaves[e]` of what `e` reads (one slice
+        op for every reader of the same rows)."""
+        j = reg.leaves[e]
         key = (e.src, str(e.expr), j, tuple(v.name for v in dom.variables))
         if key not in sliced:
             sliced[key] = _new(sdg, ops.SliceOp, dom, [(e.src, e.expr)], dim=j,
                                start=var * u, length=u)
-        sdg.set_input(e, sliced[key], dom.basis_expr)
+        return sliced[key]
+
+    for e in [e for e in reg.leaves if e.sink in reg.dims]:
+        dom = sdg.ops[e.sink].domain
+        sdg.set_input(e, rows_of(e, dom), dom.basis_expr)
     whole = _all_blocks(k)
-    for s, i in reg.exits.items():
-        op = sdg.ops[s]
-        assert isinstance(op, ops.SumOp)
+    for x in sorted(reg.exits):  # a partial result per block, summed over the blocks
+        op = sdg.ops[x]
         dom = op.domain.append_dim(var)
-        part = _new(sdg, ops.SumOp, dom, [(TensorId(i, 0), dom.basis_expr)], dims=op.dims,
-                    keepdim=op.keepdim, site=op.site)
-        sdg.redefine(ops.SumOp(op_id=s, domain=op.domain, dims=(0,), site=op.site),
-                     [(part, op.domain.basis_expr.append_member(whole))])
+        part = replace(op, op_id=sdg.new_id(), domain=dom)
+        sdg.add_inferred(part, [(e.src if e.src.op_id in reg.dims else rows_of(e, dom),
+                                 dom.basis_expr) for e in sdg.in_edges[x]])
+        sdg.redefine(ops.SumOp(op_id=x, domain=op.domain, dims=(0,), site=op.site),
+                     [(TensorId(part.op_id, 0), op.domain.basis_expr.append_member(whole))])
     for i, readers in reg.concat.items():
         joined = _joined(sdg, TensorId(i, 0), reg.dims[i], whole)
         for e in readers:

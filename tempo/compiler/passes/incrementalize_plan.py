@@ -10,7 +10,8 @@ sums over other dims) — so each op can run on one block of rows at a time:
   its rows (a slice);
 - an input without the dim (a weight, a broadcast operand) is read whole by every block;
 - a reader outside the region that sums over the split dim is an *exit*: each block sums
-  its rows and the exit sums the per-block results;
+  its rows and the exit sums the per-block results; a matmul contracting the rows (the
+  weight gradient `x^T @ g` of a batch) is one too, its other operand sliced per block;
 - any other outside reader of a region op (a merge, a sink, the user's kept tensors,
   ops of other domains) reads the blocks put back together (a *concat exit*) — correct,
   but that tensor is whole again, so the seed itself may not need one.
@@ -26,6 +27,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from tempo.core import ops
+from tempo.core.dtype import dtypes
 from tempo.core.sdg import SDG, Edge, TensorId
 from tempo.core.shape import Shape
 
@@ -43,7 +45,7 @@ class Region:
     rows: int                       # size of the split dim (the same for every op)
     dims: dict[int, int] = field(default_factory=dict)
     leaves: dict[Edge, int] = field(default_factory=dict)
-    exits: dict[int, int] = field(default_factory=dict)   # sum op id -> its region input op
+    exits: set[int] = field(default_factory=set)   # sums and matmuls over the rows
     concat: dict[int, list[Edge]] = field(default_factory=dict)
 
 
@@ -171,8 +173,8 @@ def _join_readers(sdg: SDG, reg: Region, i: int, todo: list[int],
         sink = sdg.ops[e.sink]
         if e.sink in reg.dims or e.sink in reg.exits or not _point_to_point(sdg, e):
             continue
-        if isinstance(sink, ops.SumOp) and d in sink.dims:
-            reg.exits[e.sink] = i
+        if reduces_rows(sdg, sink, e.sink_in, d):
+            reg.exits.add(e.sink)
             continue
         if not may_join(sdg, sink, frozen):
             continue
@@ -206,7 +208,7 @@ def _blockwise_reader(sdg: SDG, reg: Region, e: Edge, j: int, frozen: frozenset[
     sink = sdg.ops[e.sink]
     if not _point_to_point(sdg, e):
         return False
-    if isinstance(sink, ops.SumOp) and j in sink.dims:
+    if reduces_rows(sdg, sink, e.sink_in, j):
         return True
     return may_join(sdg, sink, frozen) and output_dim(sdg, sink, e.sink_in, j) is not None
 
@@ -227,9 +229,48 @@ def _settle(sdg: SDG, reg: Region) -> bool:
                     return False
                 reg.leaves[e] = j
         for e in sdg.out_edges.get(i, []):
-            if e.sink not in reg.dims and reg.exits.get(e.sink) != i:
+            if e.sink not in reg.dims and e.sink not in reg.exits:
                 reg.concat.setdefault(i, []).append(e)
+    for x in reg.exits:  # every operand holds the rows where the exit reduces them
+        for e in sdg.in_edges[x]:
+            if e.src.op_id in reg.dims:
+                if not (reduces_rows(sdg, sdg.ops[x], e.sink_in, reg.dims[e.src.op_id])
+                        and _point_to_point(sdg, e)):
+                    return False
+                continue
+            j = contracted_dim(sdg, sdg.ops[x], e.sink_in)
+            if j is None or e.cond is not None or _dim_size(sdg, e, j) != reg.rows:
+                return False
+            else:
+                reg.leaves[e] = j
     return True
+
+
+def contracted_dim(sdg: SDG, op: ops.Op, pos: int) -> int | None:
+    """The dim of input `pos` a matmul contracts (float matmuls of 2-D or more only: the
+    blocks' partial products are summed, which ints would widen)."""
+    if not isinstance(op, ops.MatMulOp):
+        return None
+    shapes = [shape_of(sdg, e) for e in sdg.in_edges[op.op_id]]
+    out = sdg.tensors[TensorId(op.op_id, 0)]
+    if any(s is None or len(s) < 2 for s in shapes) or not dtypes.is_float(out.dtype):
+        return None
+    s = shapes[pos]
+    assert s is not None
+    return len(s) - 1 if pos == 0 else len(s) - 2
+
+
+def reduces_rows(sdg: SDG, op: ops.Op, pos: int, j: int) -> bool:
+    """Whether `op` sums its input `pos` over dim `j` (a sum over it, or a matmul
+    contracting it): the op can add up per-block results."""
+    if isinstance(op, ops.SumOp):
+        return j in op.dims
+    return contracted_dim(sdg, op, pos) == j
+
+
+def _dim_size(sdg: SDG, e: Edge, j: int) -> int | None:
+    s = shape_of(sdg, e)
+    return None if s is None else s[j]
 
 
 def _rows(sdg: SDG, op_id: int, d: int) -> int:
