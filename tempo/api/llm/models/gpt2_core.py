@@ -84,8 +84,7 @@ class Gpt2Core:
         p = ((q @ keys) * (1.0 / math.sqrt(d))).softmax(-1)  # (B, H, S)
         o = (p.unsqueeze(-2) @ vals).reshape((B, d))
         h = _rms(o @ wo + xi)
-        z = h @ w1
-        xo = _rms((z * z.sigmoid()) @ w2 + h)
+        xo = _rms((h @ w1).silu() @ w2 + h)
         xi[t, lv + 1] = xo
         s[0] = x0
         s[t + 1] = xo[t, LB - 1]
@@ -93,4 +92,8 @@ class Gpt2Core:
 
 
 def _rms(x: Any) -> Any:
-    return x / ((x * x).mean(-1, keepdim=True) + RMS_EPS).sqrt()
+    """x / sqrt(mean(x²) + eps) over the model dim: the fused RMS norm primitive (one
+    backend call, torch's F.rms_norm), not five elementwise and reduction ops."""
+    from tempo.api.nn.norm import RMSNorm
+
+    return RMSNorm(int(x.shape[-1]), eps=RMS_EPS, elementwise_affine=False)(x)
