@@ -1,7 +1,7 @@
 """The pass pipeline of ARCHITECTURE.md §5, in order: commit recurrences, the clean-up
-group to a fixpoint, vectorisation, incrementalisation, storage choice. Each optimisation
-is switched by its ExecutionConfig flag; passes never execute the program (only constants
-are evaluated, in numpy)."""
+group to a fixpoint, vectorisation, statify (tiled dynamic reads), incrementalisation,
+storage choice. Each optimisation is switched by its ExecutionConfig flag; passes never
+execute the program (only constants are evaluated, in numpy)."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from tempo.compiler.passes import (
     dedup,
     domain_reduction,
     incrementalize,
+    statify,
     storage,
     vectorize,
 )
@@ -34,6 +35,7 @@ CLEANUP: tuple[Pass, ...] = (  # dead-code elimination last: it sweeps what the 
     Pass("dead_code", dead_code.run, "enable_dead_code_elim"),
 )
 VECTORIZE = Pass("vectorize", vectorize.run, "enable_vectorization")
+STATIFY = Pass("statify", statify.run, "enable_statifying_incrementalization")
 INCREMENTALIZE = Pass("incrementalize", incrementalize.run, "enable_incrementalization")
 STORAGE = Pass("storage", storage.run)  # block stores only where the config allows them
 
@@ -50,5 +52,6 @@ def run_pipeline(sdg: SDG, cfg: ExecutionConfig, bounds: Mapping[Symbol, int] | 
     sdg = pm.run(COMMIT, sdg)
     sdg = pm.fixpoint("clean-up", CLEANUP, sdg)
     sdg = pm.run(VECTORIZE, sdg)
+    sdg = pm.run(STATIFY, sdg)
     sdg = pm.run(INCREMENTALIZE, sdg)
     return pm.run(STORAGE, sdg)

@@ -21,8 +21,8 @@ field                                                  what is (not) implemented
 =====================================================  =======================================
 torch_compilation_backend                              torch ops run eagerly; no torch.compile
 individualize_consts_smaller_than_x_bytes              constants are shared, never duplicated
-enable_statifying_incrementalization                   no tiled reads (blocks are stored)
-enable_fold_pads_into_storage, enable_pad_mask_removal no padding (statify is not built)
+enable_fold_pads_into_storage, enable_pad_mask_removal pads are never copied into stores,
+                                                       padded blocks are always masked
 enable_dataflow_grouping, min/max_dataflow_group_size  no dataflow grouping: one op per launch
 enable_group_fusions                                   no groups to fuse
 enable_codegen_dataflows, enable_codegen_thunk_warmup  no per-group code generation
@@ -81,8 +81,11 @@ FIELDS: dict[str, FieldSupport] = {
     **_entries(_I, "block stores write points in place (never on jax)", "enable_inplace_write"),
     **_entries(_I, "slice reads of block stores are views (never on jax)", "enable_lazy_slice"),
     **_entries(_I, "block stores for tensors read through slices", "enable_hybrid_tensorstore"),
-    **_entries(_I, "points per block of a block store (blocks are allocated as written)",
-               "inc_statify_block_size"),
+    **_entries(_I, "points per block of a block store (blocks are allocated as written) and "
+               "per static block of a tiled read", "inc_statify_block_size"),
+    **_entries(_I, "the statify pass: attention over a read whose length grows with a loop "
+               "variable runs over static blocks (padded, masked, online softmax)",
+               "enable_statifying_incrementalization"),
     **_entries(_I, "frees each point after its last read", "enable_gc"),
     **_entries(_I, "points smaller than this many bytes are never freed", "gc_bytes_min"),
     **_entries(_I, "CPU kernels are deterministic for a seed; a GPU raises", "deterministic"),
@@ -145,8 +148,9 @@ FIELDS: dict[str, FieldSupport] = {
                "incrementalize_mem_threshold"),
     **_entries(_I, "each block holds at most this percent of the rows (0: one row)",
                "incrementalization_percentile"),
-    **_entries(_H, "statify is not built", "enable_statifying_incrementalization",
-               "enable_fold_pads_into_storage", "enable_pad_mask_removal"),
+    **_entries(_H, "tiled reads use whole store blocks as they are: no pad is copied into a "
+               "store, and every padded block is masked", "enable_fold_pads_into_storage",
+               "enable_pad_mask_removal"),
     **_entries(_H, _GROUPING, "enable_dataflow_grouping", "min_dataflow_group_size",
                "max_dataflow_group_size", "enable_group_fusions"),
     **_entries(_H, "code generation of dataflows is not built", "enable_codegen_dataflows",

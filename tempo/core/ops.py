@@ -28,6 +28,7 @@ from tempo.core.op_sources import (  # noqa: F401 - the catalogue is one namespa
     UDFSourceOp,
 )
 from tempo.core.ops_fused import AttentionOp, NormOp, SoftmaxOp  # noqa: F401 - one namespace
+from tempo.core.ops_tiled import TiledAttentionOp  # noqa: F401 - one namespace
 from tempo.core.shape import Shape
 
 
@@ -487,6 +488,6 @@ ALL_OPS: tuple[type[Op], ...] = (
     ConstOp, FillOp, RandOp, EvalSymbolOp, UDFSourceOp, MergeOp, IdentOp, ReshapeOp, PermuteOp,
     ExpandOp, SliceOp, PadOp, CatOp, FlipOp, IndexSelectOp, GatherOp, ScatterAddOp, IndexAddOp,
     UnaryOp, BinaryOp, WhereOp, CastOp, SumOp, MaxOp, CumsumOp, SortOp, MatMulOp, ConvOp,
-    SinkUDFOp, MapUDFOp, BarrierOp, SoftmaxOp, NormOp, AttentionOp,
+    SinkUDFOp, MapUDFOp, BarrierOp, SoftmaxOp, NormOp, AttentionOp, TiledAttentionOp,
 )
 """Every primitive; each has all its rules in `tempo.prims` (tests/prims checks)."""

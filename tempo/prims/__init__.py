@@ -31,8 +31,8 @@ parameters and shape rule, its family module here everything else.
 Families: `sources` (const, fill, rand, eval_symbol), `movement` (ident, reshape,
 permute, expand, slice, pad, cat, flip), `indexing` (index_select, gather, scatter_add,
 index_add), `elementwise` (unary, binary, where, cast), `reduce` (sum, max, cumsum, sort),
-`linalg` (matmul, conv), `fused` (softmax, norm), `attention`, `udf` (udf_source, map_udf,
-sink_udf), `control` (merge, barrier).
+`linalg` (matmul, conv), `fused` (softmax, norm), `attention`, `tiled` (attention over
+static blocks), `udf` (udf_source, map_udf, sink_udf), `control` (merge, barrier).
 """
 
 from tempo.prims import (  # noqa: F401 - importing a family registers its primitives
@@ -45,6 +45,7 @@ from tempo.prims import (  # noqa: F401 - importing a family registers its primi
     movement,
     reduce,
     sources,
+    tiled,
     udf,
 )
 from tempo.prims.define import DEFINED, primitive

@@ -149,6 +149,17 @@ class CodeGen:
     def _key(self, parts: list[str]) -> str:
         return "(" + "".join(p + ", " for p in parts) + ")" if parts else "()"
 
+    def read_blocks(self, edge: Edge, names: dict[str, str]) -> str:
+        """A tiled read (ARCHITECTURE §5.4): the slice as a list of static blocks, from a
+        block or window store, or from the point store's block reader `b<store>`."""
+        members = list(edge.expr)
+        d, sl = next((k, m) for k, m in enumerate(members) if isinstance(m, Slice))
+        pre = self._key([m.to_py(names) for k, m in enumerate(members) if k != d])
+        lo, hi = sl.bounds_py(names)
+        src = store_name(edge.src)
+        reader = src if edge.src in self.blocked else "b" + src
+        return f"{reader}.read_blocks({pre}, {lo}, {hi})"
+
     def read(self, edge: Edge, names: dict[str, str]) -> str:
         if edge.src in self.local or (self.reading, edge.sink_in) in self.through.reads:
             return local_name(edge.src)
@@ -350,7 +361,9 @@ class CodeGen:
                 self.charge(op, names, [e.src if e.is_point() else None for e in edges], pad)
             return
         self.reading = id(node)
-        args = [self.read(e, names) for e in edges]
+        tiled = getattr(op, "block_inputs", ())
+        args = [self.read_blocks(e, names) if e.sink_in in tiled else self.read(e, names)
+                for e in edges]
         self.reading = 0
         exprs = self.kernel_ops.get(op.op_id, op).runtime_exprs()
         args += [e.to_py(names) if not isinstance(e, int) else str(e) for e in exprs]
@@ -427,6 +440,19 @@ class CodeGen:
         )
 
 
+def tiled_point_reads(sdg: SDG, blocked: dict[TensorId, int]
+                      ) -> list[tuple[TensorId, int, int]]:
+    """(tensor, sliced domain position, block size) of each point-stored tensor that a
+    tiled op (`block_inputs`) reads in blocks."""
+    out = {}
+    for op in sdg.ops.values():
+        for e in sdg.in_edges[op.op_id]:
+            if e.sink_in in getattr(op, "block_inputs", ()) and e.src not in blocked:
+                d = next(k for k, m in enumerate(e.expr) if isinstance(m, Slice))
+                out[e.src] = (e.src, d, op.block)  # type: ignore[attr-defined]  # tiled op
+    return list(out.values())
+
+
 def generate(
     sdg: SDG,
     tree: Node,
@@ -443,6 +469,7 @@ def generate(
     tick: Callable[[], None] | None = None,
     accountant: Any = None,
     views_share: bool = True,
+    block_reader: Callable[[TensorId, int, int], Any] | None = None,
 ) -> Generated:
     """Compile the schedule into `run()` (or, with `steps`, a generator `run()` that yields
     after each outer-loop iteration and at barriers); stores and kernels are bound.
@@ -450,7 +477,9 @@ def generate(
     runtime args); with `use_locals`, points consumed where they are made skip the point
     stores (never block stores, whose writes must be seen); with an `accountant` (a
     tracked run) the locals are charged to it by their static bytes (`views_share`: the
-    backend's movement ops return views, which cost nothing of their own)."""
+    backend's movement ops return views, which cost nothing of their own).
+    `block_reader(tid, dim, block)` makes the block reader of a point store that a tiled
+    op reads in blocks."""
     blocked = {tid: s.dim for tid, s in stores.items() if hasattr(s, "read_slice")}
     gen = CodeGen(sdg, kernels, set(stores), steps, blocked, endings, kernel_ops,
                   tick is not None)
@@ -485,6 +514,10 @@ def generate(
         ns[store_name(tid)] = store
         if tid in blocked:
             ns["w" + store_name(tid)] = store.write
+    for tid, dim, block in tiled_point_reads(sdg, blocked):
+        if block_reader is None:
+            raise UnsupportedError(f"{tid} is read in blocks but no block reader was given")
+        ns["b" + store_name(tid)] = block_reader(tid, dim, block)
     for op_id, k in kernels.items():
         ns[f"k{op_id}"] = k
     for v in sdg.universe.variables:

@@ -377,10 +377,11 @@ class CircularStore(RangedStore):
     The storage choice guarantees writes advance one point at a time per prefix and reads
     never reach further back than W-1 points behind the newest write."""
 
-    def __init__(self, layout: Layout, window: int) -> None:
+    def __init__(self, layout: Layout, window: int, block: int | None = None) -> None:
         super().__init__(layout)  # keyed by prefix; `filled` holds point numbers
         self.window = window
         self.cap = 2 * window
+        self.block = min(block or self.cap, self.cap)  # rows per block of a tiled read
         self.base: dict[tuple, int] = {}   # point held by slot 0
 
     def write(self, pre: tuple, i: int, value: Any) -> None:
@@ -445,6 +446,20 @@ class CircularStore(RangedStore):
         if buf is None:
             return lay.empty()
         return lay.front(buf[lay.lead + (slice(lo - base, max(hi, lo) - base),)])
+
+    def read_blocks(self, pre: tuple, lo: int, hi: int) -> list[tuple[Any, int, int]]:
+        """The window as views of `block` consecutive slots from its first point (the last
+        one moved back to end at the buffer's end) and the rows of each that it covers."""
+        if hi <= lo:
+            return []
+        self.read_slice(pre, lo, lo + 1)  # checks the range is still held
+        lay, V, base = self.lay, self.block, self.base[pre]
+        buf, out = self.bufs[pre], []
+        for st in range(lo - base, hi - base, V):
+            at = min(st, self.cap - V)
+            out.append((lay.front(buf[lay.lead + (slice(at, at + V),)]), st - at,
+                        min(hi - base, st + V) - at))
+        return out
 
     def pop(self, key: tuple, default: Any = None) -> Any:
         pre, i = self.lay.split(key)

@@ -129,13 +129,14 @@ _JITS: dict[tuple, Kernel] = {}
 _NOT_PARAMS = frozenset({"op_id", "domain", "site", "tags"})
 
 
-def jit_shared(op: ops.Op, fn: Kernel, **jit_kw: Any) -> Kernel:
+def jit_shared(op: ops.Op, fn: Kernel, part: str = "", **jit_kw: Any) -> Kernel:
     """`jax.jit(fn)`, shared by every op with the same parameters: jax caches compiled code
     per jitted function, so sharing keeps compilations to one per distinct (op parameters,
-    input shapes) instead of one per op instance (the compile time was 3x the torch run)."""
+    input shapes) instead of one per op instance (the compile time was 3x the torch run).
+    `part` names one of several functions a kernel compiles (e.g. a tiled op's steps)."""
     params = tuple((f.name, _plain(getattr(op, f.name))) for f in dataclasses.fields(op)
                    if f.name not in _NOT_PARAMS)
-    key = (op.name, params, dtypes.default_float.name, dtypes.default_int.name,
+    key = (op.name, part, params, dtypes.default_float.name, dtypes.default_int.name,
            tuple(sorted(jit_kw.items())))
     j = _JITS.get(key)
     if j is None:

@@ -17,6 +17,7 @@ from tempo.core.errors import BackendError, ShapeError, TempoError
 from tempo.core.sdg import SDG, TensorId
 from tempo.runtime.backend_registry import DLBackend
 from tempo.runtime.backends.protocol import Backend, Kernel
+from tempo.runtime.block_reads import PointBlocks
 from tempo.runtime.codegen import Ending, Generated, UndefinedPointError, generate
 from tempo.runtime.codegen_charges import SHARING_BACKENDS
 from tempo.runtime.missing import bad_index_error, no_value_error, removed_error
@@ -92,6 +93,7 @@ class PythonExecutor(Executor):
                    or cfg.enable_swap)
         self.tracked = tracked
         self.stores: dict[TensorId, Any] = {}
+        self.block_readers: list[PointBlocks] = []  # tiled reads of point stores
         kinds = self._store_kinds()
         swapper = self._swapper() if cfg.enable_swap else None
         self.swapped_tensors = 0  # tensors the schedule offloads and fetches
@@ -122,7 +124,8 @@ class PythonExecutor(Executor):
                                 use_locals=cfg.enable_custom_thunk_launchers,
                                 tick=self.accountant.tick if tracked else None,
                                 accountant=self.accountant if tracked else None,
-                                views_share=self.backend.name in SHARING_BACKENDS)
+                                views_share=self.backend.name in SHARING_BACKENDS,
+                                block_reader=self._block_reader)
         self.generated: Generated = gen()
         self._make_steps = lambda: gen(steps=True)
         self._steps: Any = None
@@ -183,10 +186,18 @@ class PythonExecutor(Executor):
                      lambda s: be.alloc_block(0, s, dt, at_front=False), storage_of(be.name),
                      be.move_to_front, cat, select, put, self.accountant)
         if kind.kind == "circular":
-            return CircularStore(lay, kind.size)
+            return CircularStore(lay, kind.size, self.cfg.inc_statify_block_size)
         if self.tracked:  # every byte counted: points are copied in as they are written
             return BlockStore(lay, kind.size)
         return DeferredBlockStore(lay, kind.size, stack_along(be.name))
+
+    def _block_reader(self, tid: TensorId, dim: int, block: int) -> PointBlocks:
+        acct = self.accountant if self.tracked else None
+        be, dt = self.backend, self.sdg.tensors[tid].dtype
+        r = PointBlocks(self.stores[tid], dim, block, be.to_numpy,
+                        lambda a: be.from_numpy(a, dt), tid, acct, self._storage_of(tid))
+        self.block_readers.append(r)
+        return r
 
     def _describe(self, tid: TensorId) -> str:
         return naming.tensor_label(self.sdg, tid)
@@ -239,6 +250,8 @@ class PythonExecutor(Executor):
     def reset(self) -> None:
         for s in self.stores.values():
             s.clear()
+        for r in self.block_readers:
+            r.clear()
         self._steps = None
         # a run stopped part-way left its locals' charges: live is what the stores hold
         a = self.accountant

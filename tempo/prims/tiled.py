@@ -1,0 +1,148 @@
+"""Tiled attention (`ops.TiledAttentionOp`, made by the statify pass): the key range
+arrives as static blocks `(block, start, stop)` and is reduced with an online softmax —
+per block, the scores' running max `m`, running sum `l` and the unnormalised output `o`
+are rescaled by `exp(m_old - m_new)` — so no step sees a shape that depends on it.
+
+jax compiles one block step (`jit`, the valid range as traced scalars: one compilation
+for every block of every step) and masks the padding rows with the neutral elements
+(scores -inf, values 0); numpy does the same eagerly. torch (eager: shapes cost nothing)
+reads the valid rows of each block as views instead of masking them.
+
+The op is made after autodiff, from the forward ops of attention whose intermediates
+nothing else reads, so it has no gradient rule of its own (`NOT_DIFFERENTIABLE`).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from tempo.api.autodiff.grad_rules import NOT_DIFFERENTIABLE
+from tempo.compiler.op_rules import NO_BATCHING, Cost, traffic
+from tempo.core import ops
+from tempo.prims.define import primitive
+
+if TYPE_CHECKING:
+    from tempo.runtime.kernel_registry import Kernel
+
+Blocks = list[tuple[Any, int, int]]
+
+
+def _cost(op: ops.TiledAttentionOp, ins: Any, outs: Any) -> Cost:
+    """Two matmuls and a softmax over the keys: 2·rows·S·(dh + dv) + 5·rows·S."""
+    k, v = ins[1].shape, ins[2].shape
+    rows, s = math.prod(op.score_shape), k[0]
+    dh, dv = k[op.perm_k[-2]], v[op.perm_v[-1]]
+    return Cost(rows * s * (2 * (dh + dv) + 5), traffic(ins, outs))
+
+
+# ---------------------------------------------------------------- torch
+def _torch(op: ops.TiledAttentionOp, be: Any) -> Kernel:
+    import torch
+
+    pk, pv, scale = op.perm_k, op.perm_v, op.scale
+    ss, ps, out_shape = op.score_shape, op.prob_shape, op.out_shape
+
+    def run(q: Any, kbs: Blocks, vbs: Blocks) -> Any:
+        m: Any = None
+        l: Any = None
+        o: Any = None
+        for (kb, s, e), (vb, _, _) in zip(kbs, vbs):
+            n = e - s
+            sc = (q @ kb[s:e].permute(pk)).reshape(ss + (n,)) * scale
+            bm = sc.amax(-1, keepdim=True)
+            if m is None:
+                m = bm
+                p = torch.exp(sc - m)
+                l = p.sum(-1, keepdim=True)
+                o = p.reshape(ps + (n,)) @ vb[s:e].permute(pv)
+                continue
+            m_new = torch.maximum(m, bm)
+            alpha = torch.exp(m - m_new)
+            p = torch.exp(sc - m_new)
+            l = l * alpha + p.sum(-1, keepdim=True)
+            o = o * alpha.reshape(ps + (1,)) + p.reshape(ps + (n,)) @ vb[s:e].permute(pv)
+            m = m_new
+        if o is None:  # an empty range: no keys, the output of an empty matmul
+            return torch.zeros(out_shape, dtype=q.dtype, device=q.device)
+        return (o / l.reshape(ps + (1,))).reshape(out_shape)
+
+    return run
+
+
+# ---------------------------------------------------------------- jax / numpy (masked)
+def _masked_step(xp: Any, op: ops.TiledAttentionOp) -> Any:
+    """One block of the online softmax on static shapes, padding masked: `xp` is jnp or
+    np (jax traces it once per block shape)."""
+    pk, pv, scale = op.perm_k, op.perm_v, op.scale
+    ss, ps = op.score_shape, op.prob_shape
+
+    def step(q: Any, kb: Any, vb: Any, s: Any, e: Any, m: Any, l: Any, o: Any) -> Any:
+        u = kb.shape[0]
+        pos = xp.arange(u)
+        valid = (pos >= s) & (pos < e)
+        sc = (q @ xp.transpose(kb, pk)).reshape(ss + (u,)) * xp.asarray(scale, q.dtype)
+        sc = xp.where(valid, sc, -xp.inf)
+        m_new = xp.maximum(m, sc.max(-1, keepdims=True))
+        alpha = xp.exp(m - m_new)
+        p = xp.exp(sc - m_new)
+        vmask = valid.reshape((u,) + (1,) * (vb.ndim - 1))
+        vb = xp.where(vmask, vb, xp.zeros((), vb.dtype))  # padding may hold inf/nan
+        l = l * alpha + p.sum(-1, keepdims=True)
+        o = o * alpha.reshape(ps + (1,)) + p.reshape(ps + (u,)) @ xp.transpose(vb, pv)
+        return m_new, l, o
+
+    return step
+
+
+def _online(op: ops.TiledAttentionOp, xp: Any, jit: Any) -> Kernel:
+    """The loop over blocks around the masked step: the first block starts from a -inf
+    max and zero sum and output; `jit` compiles the three pieces (identity for numpy)."""
+    ss, ps, out_shape = op.score_shape, op.prob_shape, op.out_shape
+    step = _masked_step(xp, op)
+
+    def first(q: Any, kb: Any, vb: Any, s: Any, e: Any) -> Any:
+        dt = q.dtype
+        return step(q, kb, vb, s, e, xp.full(ss + (1,), -xp.inf, dt), xp.zeros(ss + (1,), dt),
+                    xp.zeros(out_shape, dt))
+
+    def finish(o: Any, l: Any) -> Any:
+        return o / l.reshape(ps + (1,))
+
+    first_j, step_j, finish_j = jit(first, "first"), jit(step, "step"), jit(finish, "finish")
+
+    def run(q: Any, kbs: Blocks, vbs: Blocks) -> Any:
+        if not kbs:  # an empty range: no keys, the output of an empty matmul
+            return xp.zeros(out_shape, q.dtype)
+        (kb, s, e), (vb, _, _) = kbs[0], vbs[0]
+        m, l, o = first_j(q, kb, vb, s, e)
+        for (kb, s, e), (vb, _, _) in zip(kbs[1:], vbs[1:]):
+            m, l, o = step_j(q, kb, vb, s, e, m, l, o)
+        return finish_j(o, l)
+
+    return run
+
+
+def _jax(op: ops.TiledAttentionOp, be: Any) -> Kernel:
+    import jax.numpy as jnp
+
+    from tempo.runtime.backends.jax import jit_shared
+
+    return _online(op, jnp, lambda f, part: jit_shared(op, f, part))
+
+
+def _numpy(op: ops.TiledAttentionOp, be: Any) -> Kernel:
+    def quiet(f: Any, part: str) -> Any:
+        def run(*args: Any) -> Any:
+            with np.errstate(invalid="ignore", over="ignore"):  # padding rows, masked out
+                return f(*args)
+
+        return run
+
+    return _online(op, np, quiet)
+
+
+primitive(ops.TiledAttentionOp, grad=NOT_DIFFERENTIABLE, batching=NO_BATCHING, cost=_cost,
+          torch=_torch, jax=_jax, numpy=_numpy)
