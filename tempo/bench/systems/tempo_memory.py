@@ -15,12 +15,15 @@ SWAP_BYTES_MIN = 256 << 10  # an observation batch of the RL points (E7: 384 KiB
 
 def memory_config(acct: DeviceMemoryAccountant, reserved: int = 0) -> dict[str, Any]:
     """ExecutionConfig fields for a point: accounting always on; under a cap (less the
-    `reserved` bytes the harness charges itself) swapping moves points to the host pool."""
+    `reserved` bytes the harness charges itself) swapping moves points to the host pool,
+    and tensors above an eighth of the cap are computed in blocks (incrementalisation),
+    so that no single op needs more than the device holds."""
     cap = acct.cap_bytes
     if cap is None:
         return {"device_memory_cap_bytes": NO_CAP}
-    return {"device_memory_cap_bytes": max(cap - reserved, 0), "enable_swap": True,
-            "swap_bytes_min": SWAP_BYTES_MIN}
+    cap = max(cap - reserved, 0)
+    return {"device_memory_cap_bytes": cap, "enable_swap": True,
+            "swap_bytes_min": SWAP_BYTES_MIN, "incrementalize_mem_threshold": max(cap // 8, 1)}
 
 
 def report_memory(exe: Any, acct: DeviceMemoryAccountant, name: str = "tempo_stores",
@@ -33,4 +36,6 @@ def report_memory(exe: Any, acct: DeviceMemoryAccountant, name: str = "tempo_sto
     acct.alloc(name, stats["peak_bytes"] or 0)
     return {"tempo_peak_device_bytes": stats["peak_bytes"],
             "host_peak_bytes": stats["host_peak_bytes"],
-            "swapped_bytes": stats["swapped_bytes"], "fetched_bytes": stats["fetched_bytes"]}
+            "swapped_bytes": stats["swapped_bytes"], "fetched_bytes": stats["fetched_bytes"],
+            "prefetched_bytes": stats["prefetched_bytes"],
+            "demand_fetched_bytes": stats["demand_fetched_bytes"]}
