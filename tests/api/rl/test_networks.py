@@ -135,3 +135,25 @@ def test_builder_errors() -> None:
         net = ModelBuilder().with_ff_encoder((3,), 2).with_discrete_pi_decoder(2).build()
         with pytest.raises(TempoError, match="after a forward"):
             net.log_prob(RT.zeros((1,), "int64"))
+
+
+def test_copy_every_over_per_step_updates() -> None:
+    """A q-network updated at every (i, t) (DQN's per-step updates): the target at (i, t)
+    is the network at (i', 0), i' the last multiple of `num_steps` up to i."""
+    from tempo.api.nn.module import update_prev_index
+    from tempo.core.domain import Domain
+
+    ctx = _ctx(2)
+    (i, I), (t, T) = ctx.variables_and_bounds
+    with ctx:
+        net = ModelBuilder(domain=(i, t)).with_ff_encoder((3,), 2).with_qfun_decoder(2).build()
+        prev = tuple(update_prev_index(Domain.from_((i, t)), Domain.from_((i, t))))
+        for p in net.parameters:  # a stand-in for an optimizer: +1 per step
+            p[True] = p[prev] + 1.0
+        target = net.copy_every(2, var=i)
+        p0, tp0 = net.parameters[0], target.parameters[0]
+        online, tgt = _grab(ctx, [p0[0:I, 0:T], tp0[0:I, 0:T]], {I: 5, T: 3})
+    for k in range(5):
+        for j in range(3):
+            torch.testing.assert_close(online[k, j], online[0, 0] + 3 * k + j)
+            torch.testing.assert_close(tgt[k, j], online[k - k % 2, 0])
