@@ -338,3 +338,23 @@ def test_block_store_history_reads_are_views_and_correct(cfg) -> None:
         assert isinstance(exe.stores[k.tensor_id], BlockStore)
         assert "read_slice" in exe.generated.source
     close(torch.stack(got), torch.cumsum(XT * 2, 0))
+
+
+def test_recurrence_over_a_batched_loss(cfg) -> None:
+    """A running sum over t of a loss over a batch (rows of x[t] through a matmul, tanh
+    and a sum): the (rows, hidden) intermediates are what incrementalisation
+    computes in blocks under the harness's incremental mode."""
+    xb = torch.from_numpy(np.random.default_rng(5).standard_normal((T_, 6, 3)).astype(np.float32))
+    w = np.random.default_rng(6).standard_normal((3, 8)).astype(np.float32)
+
+    def build(tT):  # noqa: ANN001, ANN202
+        t, _ = tT
+        x = RT.source_with_ts_udf(lambda ts: xb[ts[t]], (6, 3), dtypes.float32, domain=(t,))
+        loss = ((x @ RT.const(w)).tanh() + 1.0).sum()
+        acc = RT.placeholder((), dtypes.float32, domain=(t,))
+        acc[0] = loss[0]
+        acc[True] = acc[t - 1] + loss
+        return {"acc": acc}
+
+    per_t = ((xb @ torch.from_numpy(w)).tanh() + 1.0).sum((1, 2))
+    close(run(cfg, 1, build, {0: T_})["acc"], torch.cumsum(per_t, 0), atol=1e-4)
