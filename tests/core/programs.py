@@ -1,7 +1,8 @@
 """Helpers for program tests: run a Tempo program and fetch results as torch tensors.
 
 `run` runs a program plainly and then under every forced mode of `MODES` (tiny store
-blocks, circular stores wherever legal, swapping under a tiny device cap, ...), each of
+blocks, circular stores wherever legal, swapping under a tiny device cap, tiled reads of
+blocks of 2, ...), each of
 which must agree with the plain run. A new mode is one `Mode(...)` line in `MODES`."""
 
 from __future__ import annotations
@@ -115,6 +116,13 @@ def incremental_mode(cfg: Any) -> Any:
                                incrementalize_mem_threshold=16, incrementalization_percentile=50)
 
 
+def tiling_mode(cfg: Any) -> Any:
+    """`memory_mode(cfg)` with the statify pass and static blocks of 2 points: attention
+    over a growing or window read runs tiled (an online softmax: float rounding differs)."""
+    return dataclasses.replace(memory_mode(cfg), enable_statifying_incrementalization=True,
+                               inc_statify_block_size=2)
+
+
 @contextlib.contextmanager
 def forced_circular() -> Iterator[None]:
     """Every tensor a window store can legally hold gets one (see store_choice)."""
@@ -158,6 +166,7 @@ MODES: list[Mode] = [
     Mode("circular", memory_mode, run_circular),
     Mode("swap", swap_mode, run_swapped),
     Mode("incremental", incremental_mode, atol=1e-5, rtol=1e-5),
+    Mode("tiling", tiling_mode, atol=1e-5, rtol=1e-5),
 ]
 
 

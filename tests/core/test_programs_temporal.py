@@ -260,6 +260,30 @@ def test_slice_of_a_recurrence_causal_accumulation(cfg) -> None:
     close(run(cfg, 1, build, {0: T_})["att"], want)
 
 
+def test_attention_over_a_growing_history_and_a_window(cfg) -> None:
+    """softmax(q k^T / 2) v over k[0:t+1] and the window k[max(0,t-2):t+1] (the tiling
+    mode runs both over static blocks with an online softmax)."""
+    def build(tT):  # noqa: ANN001, ANN202
+        t, _ = tT
+        x = _x_source(t)
+        q, k, v = (x * 0.5).reshape((1, 1, 3)), (x + 1.0).reshape((1, 3)), (x * x).reshape((1, 3))
+        outs = {}
+        for name, lo in (("causal", 0), ("window", ie.max(0, t - 2))):
+            keys, vals = k[lo : t + 1].permute((1, 2, 0)), v[lo : t + 1].permute((1, 0, 2))
+            p = ((q @ keys) * 0.5).softmax(-1)  # (1, S): matmuls squeeze unit dims
+            outs[name] = p.unsqueeze(-2) @ vals  # (1, 3)
+        return outs
+
+    res = run(cfg, 1, build, {0: T_})
+    for name, w in (("causal", T_), ("window", 3)):
+        want = []
+        for k in range(T_):
+            lo = max(0, k - w + 1)
+            s = (XT[k] * 0.5) @ (XT[lo : k + 1] + 1.0).T * 0.5
+            want.append((torch.softmax(s, -1) @ (XT[lo : k + 1] ** 2))[None])
+        close(res[name], torch.stack(want))
+
+
 def test_from_symbol_and_index_expression_operands(cfg) -> None:
     def build(tT):  # noqa: ANN001, ANN202
         t, T = tT
