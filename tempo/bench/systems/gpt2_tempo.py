@@ -79,3 +79,9 @@ class TempoGpt2Decoder:
 def make_tempo(cfg: dict[str, Any], acct: DeviceMemoryAccountant) -> TempoGpt2Decoder:
     """`tempo` system of E1/E3 (torch backend)."""
     return TempoGpt2Decoder(cfg, acct)
+
+
+def make_tempo_jax(cfg: dict[str, Any], acct: DeviceMemoryAccountant) -> TempoGpt2Decoder:
+    """`tempojax` system of E1: the same program on the jax backend (attention tiled into
+    static blocks, so its first run compiles each kernel once, not once per step)."""
+    return TempoGpt2Decoder(cfg, acct, backend="jax")
