@@ -1,0 +1,81 @@
+"""E1's Tempo-vs-Torch-opt ratio measured in one process, runs interleaved (BENCHMARKS.md:
+on a shared machine never trust one absolute time).
+
+`python -m tempo.bench.tpt_pair [--t 256] [--reps 9] [--attn causal,window]` compiles the
+Tempo GPT-2-core system (with the bench's 48 MiB device cap, so Tempo's accountant is on as
+in E1) and builds the Torch-opt baseline on the same weights, then alternates their decodes
+with one torch thread and prints min and median ms per token, their ratios and `uptime`.
+The E1 grid runs each system in its own subprocess; this is the paired check of its ratio
+claims. Lines are appended to results/tpt_pair.txt.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from tempo.bench.baselines.gpt2_core import Gpt2CoreConfig, init_weights
+from tempo.bench.baselines.gpt2_torch import TorchGpt2Decoder
+from tempo.bench.experiments.lm import MODEL
+from tempo.bench.memory import DeviceMemoryAccountant
+from tempo.bench.systems.gpt2_tempo import TempoGpt2Decoder
+
+CAP = 48 << 20  # E1's device cap
+
+
+def pair(attn: str, seq_len: int, reps: int) -> str:
+    """One attention kind: both decoders, `reps` interleaved runs each; the result line."""
+    cfg = dict(MODEL, seq_len=seq_len, attn=attn, window=128, batch=4)
+    c = Gpt2CoreConfig.from_dict(cfg)
+    w = init_weights(c, "torch")
+    x0 = np.random.default_rng(c.seed + 1).standard_normal((c.batch, c.d_model)).astype(
+        np.float32)
+    tempo = TempoGpt2Decoder(cfg, DeviceMemoryAccountant(CAP), weights=w, x0=x0)
+    t0 = time.process_time()
+    tempo.compile()
+    compile_s = time.process_time() - t0
+    base = TorchGpt2Decoder(cfg, DeviceMemoryAccountant(), weights=w, x0=x0)
+    tempo.run()
+    base.run()  # warm both
+    ours, theirs = [], []
+    for _ in range(reps):
+        t = time.perf_counter()
+        tempo.run()
+        ours.append((time.perf_counter() - t) / seq_len * 1e3)
+        t = time.perf_counter()
+        base.run()
+        theirs.append((time.perf_counter() - t) / seq_len * 1e3)
+    mo, mt = statistics.median(ours), statistics.median(theirs)
+    return (f"{attn} T={seq_len}: tempo min {min(ours):.3f} med {mo:.3f} ms/token | torch-opt "
+            f"min {min(theirs):.3f} med {mt:.3f} | tempo/torch-opt min "
+            f"{min(ours) / min(theirs):.2f} med {mo / mt:.2f} | compile {compile_s:.1f} CPU-s")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--t", type=int, default=256, help="decode steps")
+    ap.add_argument("--reps", type=int, default=9, help="interleaved runs of each system")
+    ap.add_argument("--attn", default="causal,window", help="causal and/or window")
+    args = ap.parse_args()
+    torch.set_num_threads(1)
+    lines = [f"# {time.strftime('%Y-%m-%d %H:%M:%S')}  {os.popen('uptime').read().strip()}"]
+    print(lines[0], flush=True)
+    for attn in args.attn.split(","):
+        lines.append(pair(attn, args.t, args.reps))
+        print(lines[-1], flush=True)
+    lines.append(f"# after: {os.popen('uptime').read().strip()}")
+    print(lines[-1], flush=True)
+    out = Path("results/tpt_pair.txt")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with out.open("a") as f:
+        f.write("\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    main()
