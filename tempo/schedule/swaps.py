@@ -131,6 +131,9 @@ def _common_depth(paths: list[tuple[Level, ...]]) -> int | None:
 
 def _place_one(tid: TensorId, prod: _Site, readers: list[tuple[Edge, _Site]], sdg: SDG,
                bounds: dict[str, int], ahead: int, ins: _Inserts) -> int:
+    """Swap statements for one tensor (1) or none (0): readers in the producer's stage
+    (the child of the innermost statement list holding all uses) are near, readers in
+    later children far; a gap with a loop in it is worth an offload and a fetch."""
     j = _common_depth([prod.path] + [s.path for _, s in readers])
     if j is None:
         return 0
