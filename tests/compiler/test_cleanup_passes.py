@@ -273,3 +273,21 @@ def test_a_reduced_tensor_reads_back_by_its_recorded_domain(cfg) -> None:
     ta = torch.from_numpy(A)
     close(exe.get_spatial_tensor_torch(m.tensor_id, (1,)), -ta)
     close(exe.get_spatial_tensor_torch(m.tensor_id, (slice(0, 3),)), torch.stack([-ta] * 3))
+
+
+def test_algebraic_drops_unit_reshapes_around_an_elementwise_op(cfg) -> None:
+    """A Linear layer on a row: matmul's squeeze, the bias add and the unsqueeze back are
+    one add; a reshape that moves elements (not only size-1 dims) stays."""
+    def build(tt):  # noqa: ANN202
+        t, _ = tt
+        x = RT.const(A[:1]) * RT.from_symbol(t).cast(dtypes.float32)  # (1, 3) per point
+        row = (x.reshape((3,)) + RT.const(B)).reshape((1, 3))
+        moved = (RT.const(A).reshape((3, 2)) - RT.const(np.float32([1.0, 2.0]))).reshape((2, 3))
+        return {"row": row.exp(), "moved": moved * 2.0}
+
+    res, g = with_passes(cfg, build, 1, {0: 4}, ["enable_algebraic_optimizer", DCE])
+    steps = torch.arange(4, dtype=torch.float32).reshape(4, 1, 1)
+    close(res["row"], (torch.from_numpy(A[:1]) * steps + torch.from_numpy(B)).exp())
+    close(res["moved"], (torch.from_numpy(A).reshape(3, 2) - torch.tensor([1.0, 2.0])
+                         ).reshape(2, 3) * 2.0)
+    assert kinds(g)["reshape"] == 2  # the moving pair only

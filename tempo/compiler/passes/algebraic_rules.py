@@ -8,7 +8,8 @@ that checks its pattern on one op and, if it holds, rewrites with the SDG helper
   hands its readers its input (reads composed exactly);
 - chains: a lossless cast followed by a cast, a reshape of a reshape, a permute of a
   permute, an expand of an expand, read the first op's input directly; an element picked
-  along a dim an expand added is the expand's input;
+  along a dim an expand added is the expand's input; size-1 dims a reshape drops before
+  an elementwise op and the next reshape adds back are never dropped;
 - merge branches whose condition is false for the compile-time bounds are dropped.
 
 `x+0.0` is not `x` for `x = -0.0`, and `x*0` is not 0 for inf or NaN: such rules are absent.
@@ -233,6 +234,59 @@ def _select_of_expand(sdg: SDG, op: ops.IndexSelectOp) -> bool:
     return True
 
 
+def _composed(sdg: SDG, inner: Edge, mid: ops.Op, outer: Edge) -> Edge | None:
+    """`inner` (a read of `mid`) as a point read at `outer`'s reader, or None."""
+    if inner.cond is not None:
+        return None
+    expr = compose(inner.expr, mid.domain.variables, outer.expr)
+    if expr is None or not all(m.is_point() for m in expr):
+        return None
+    return Edge(outer.sink, inner.sink_in, inner.src, expr)
+
+
+def _unit_reshapes_around_binary(sdg: SDG, op: ops.ReshapeOp) -> bool:
+    """`reshape(f(reshape(x), c))` back to x's shape, where both reshapes only add or drop
+    size-1 dims ahead of the trailing dims `c` spans, is `f(x, c)`: the same elements,
+    paired the same way. The API's matmul squeeze and a bias add make this around every
+    Linear layer on a row (two kernel calls per layer and step in an RL rollout)."""
+    e = sdg.in_edges[op.op_id][0]
+    mid = sdg.ops[e.src.op_id]
+    if (not isinstance(mid, ops.BinaryOp) or e.cond is not None or not e.is_point()
+            or len(sdg.out_edges.get(mid.op_id, [])) != 1 or sdg.is_kept(mid.op_id)):
+        return False
+    out, res = sdg.tensors[TensorId(op.op_id, 0)].shape, sdg.tensors[e.src].shape
+    if not (out.is_static() and res.is_static()):
+        return False
+    S, R = tuple(out.as_static()), tuple(res.as_static())
+    if [d for d in S if d != 1] != [d for d in R if d != 1]:
+        return False
+    reads = [_composed(sdg, x, mid, e) for x in sdg.in_edges[mid.op_id]]
+    if any(r is None for r in reads):
+        return False
+    new: list[tuple[TensorId, IndexSequence]] = []
+    unwrapped = 0
+    for r in reads:
+        assert r is not None
+        src = sdg.ops[r.src.op_id]
+        shape = sdg.read_shape(r)
+        if isinstance(src, ops.ReshapeOp) and shape.is_static() and tuple(shape) == R:
+            x = _composed(sdg, sdg.in_edges[src.op_id][0], src, r)
+            if x is not None and sdg.read_shape(x).is_static() and tuple(
+                    sdg.read_shape(x).as_static()) == S:
+                new.append((x.src, x.expr))
+                unwrapped += 1
+                continue
+        k = len(shape)
+        if not shape.is_static() or k > min(len(S), len(R)) or (
+                k and S[len(S) - k:] != R[len(R) - k:]):
+            return False
+        new.append((r.src, r.expr))
+    if unwrapped != 1:
+        return False
+    sdg.redefine(replace(mid, op_id=op.op_id, domain=op.domain, site=op.site), new)
+    return True
+
+
 def _noop_permute(sdg: SDG, op: ops.PermuteOp) -> bool:
     return op.dims == tuple(range(len(op.dims))) and alias_input(sdg, op)
 
@@ -291,6 +345,7 @@ RULES: tuple[Rule, ...] = (
     Rule("expand_chain", (ops.ExpandOp,), _expand_chain),
     Rule("double_neg", (ops.UnaryOp,), _double_neg),
     Rule("select_of_expand", (ops.IndexSelectOp,), _select_of_expand),
+    Rule("unit_reshapes_around_binary", (ops.ReshapeOp,), _unit_reshapes_around_binary),
     Rule("identity_operand", (ops.BinaryOp,), _identity_operand),
     Rule("sum_of_cat", (ops.SumOp,), sum_of_cat),
     Rule("lift_cumsum", (ops.MergeOp,), lift_cumsum),

@@ -106,8 +106,9 @@ class Slot:
         obs, rew = np.array(obs), np.asarray(rew, np.float32).copy()
         term, trunc = np.asarray(term, bool).copy(), np.asarray(trunc, bool).copy()
         was = self.done
-        obs[was], rew[was] = self.last_obs[was], 0.0
-        term[was], trunc[was] = self.term[was], self.trunc[was]
+        if was.any():  # absorbing: ended episodes keep their last values
+            obs[was], rew[was] = self.last_obs[was], 0.0
+            term[was], trunc[was] = self.term[was], self.trunc[was]
         self.term, self.trunc = term, trunc
         self.done = was | term | trunc
         self.last_obs = obs
