@@ -1,7 +1,8 @@
 """The pass pipeline of ARCHITECTURE.md §5, in order: commit recurrences, the clean-up
 group to a fixpoint, vectorisation, statify (tiled dynamic reads), incrementalisation,
-storage choice. Each optimisation is switched by its ExecutionConfig flag; passes never
-execute the program (only constants are evaluated, in numpy)."""
+dataflow grouping (fused regions), storage choice. Each optimisation is switched by its
+ExecutionConfig flag; passes never execute the program (only constants are evaluated, in
+numpy)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from tempo.compiler.passes import (
     dead_code,
     dedup,
     domain_reduction,
+    grouping,
     incrementalize,
     statify,
     storage,
@@ -37,6 +39,7 @@ CLEANUP: tuple[Pass, ...] = (  # dead-code elimination last: it sweeps what the 
 VECTORIZE = Pass("vectorize", vectorize.run, "enable_vectorization")
 STATIFY = Pass("statify", statify.run, "enable_statifying_incrementalization")
 INCREMENTALIZE = Pass("incrementalize", incrementalize.run, "enable_incrementalization")
+GROUPING = Pass("grouping", grouping.run, "enable_dataflow_grouping")  # fused regions
 STORAGE = Pass("storage", storage.run)  # block stores only where the config allows them
 
 
@@ -54,4 +57,5 @@ def run_pipeline(sdg: SDG, cfg: ExecutionConfig, bounds: Mapping[Symbol, int] | 
     sdg = pm.run(VECTORIZE, sdg)
     sdg = pm.run(STATIFY, sdg)
     sdg = pm.run(INCREMENTALIZE, sdg)
+    sdg = pm.run(GROUPING, sdg)
     return pm.run(STORAGE, sdg)

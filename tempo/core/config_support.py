@@ -19,13 +19,10 @@ HINT fields (accepted, no effect yet):
 =====================================================  =======================================
 field                                                  what is (not) implemented
 =====================================================  =======================================
-torch_compilation_backend                              torch ops run eagerly; no torch.compile
 individualize_consts_smaller_than_x_bytes              constants are shared, never duplicated
 enable_fold_pads_into_storage, enable_pad_mask_removal pads are never copied into stores,
                                                        padded blocks are always masked
-enable_dataflow_grouping, min/max_dataflow_group_size  no dataflow grouping: one op per launch
-enable_group_fusions                                   no groups to fuse
-enable_codegen_dataflows, enable_codegen_thunk_warmup  no per-group code generation
+enable_codegen_thunk_warmup                            no warm-up: regions compile at first call
 enable_device_assignment                               every op runs on `dev`
 enable_donation_analysis                               no buffer donation (jax)
 enable_ast_promo                                       frees are per point, never promoted
@@ -68,7 +65,8 @@ def _entries(support: Support, note: str, *names: str) -> dict[str, FieldSupport
 
 
 _I, _U, _H = Support.IMPLEMENTED, Support.UNSUPPORTED, Support.HINT
-_GROUPING = "dataflow grouping is not built (the executor launches one op at a time)"
+_GROUPING = ("conservative grouping and group fission are not built (the grouping pass "
+             "joins every connected point-to-point group)")
 
 FIELDS: dict[str, FieldSupport] = {
     **_entries(_I, "run directory of compile artefacts", "path"),
@@ -126,7 +124,8 @@ FIELDS: dict[str, FieldSupport] = {
                "default_dim_upper_bound_size"),
     **_entries(_U, "the executor runs on one thread, no worker pool", "num_executor_pool_workers"),
     **_entries(_U, "parallel block detection is not built", "enable_parallel_block_detection"),
-    **_entries(_H, "torch ops run eagerly; no torch.compile", "torch_compilation_backend"),
+    **_entries(_I, "'compile': torch.compile for large fused regions (enable_group_fusions); "
+               "'eager': never", "torch_compilation_backend"),
     **_entries(_H, "constants are shared, never duplicated",
                "individualize_consts_smaller_than_x_bytes"),
     **_entries(_I, "switches the vectorisation pass: dims no cycle carries become a leading "
@@ -151,9 +150,19 @@ FIELDS: dict[str, FieldSupport] = {
     **_entries(_H, "tiled reads use whole store blocks as they are: no pad is copied into a "
                "store, and every padded block is masked", "enable_fold_pads_into_storage",
                "enable_pad_mask_removal"),
-    **_entries(_H, _GROUPING, "enable_dataflow_grouping", "min_dataflow_group_size",
-               "max_dataflow_group_size", "enable_group_fusions"),
-    **_entries(_H, "code generation of dataflows is not built", "enable_codegen_dataflows",
+    **_entries(_I, "switches the grouping pass: connected ops over one domain that read each "
+               "other point to point run as one fused region (one call, intermediates never "
+               "stored)", "enable_dataflow_grouping"),
+    **_entries(_I, "regions have at least this many ops (and always two)",
+               "min_dataflow_group_size"),
+    **_entries(_I, "regions have at most this many ops", "max_dataflow_group_size"),
+    **_entries(_I, "the backend compiles each region with static input shapes: jax.jit on jax, "
+               "torch.compile on torch for regions of at least "
+               "grouping.TORCH_COMPILE_MIN_ELEMENTS elements (else one eager function)",
+               "enable_group_fusions"),
+    **_entries(_I, "a region's body is generated straight-line Python (else interpreted)",
+               "enable_codegen_dataflows"),
+    **_entries(_H, "no warm-up calls: a compiled region compiles at its first call",
                "enable_codegen_thunk_warmup"),
     **_entries(_H, "every op runs on the configured device", "enable_device_assignment"),
     **_entries(_H, "no buffer donation", "enable_donation_analysis"),
@@ -170,6 +179,9 @@ FIELDS: dict[str, FieldSupport] = {
 }
 
 
+TORCH_COMPILATION_BACKENDS = ("compile", "eager")
+
+
 def check_supported(cfg: ExecutionConfig, site: str) -> None:
     """Raise `UnsupportedError` at compile time for every field set to a value this Tempo
     cannot honour, so a ported program learns at its compile line, not from its results."""
@@ -177,6 +189,9 @@ def check_supported(cfg: ExecutionConfig, site: str) -> None:
     bad = [f"{name}={getattr(cfg, name)!r}: {entry.note}; leave it at its default "
            f"({defaults[name]!r})" for name, entry in FIELDS.items()
            if entry.support is Support.UNSUPPORTED and getattr(cfg, name) != defaults[name]]
+    if cfg.torch_compilation_backend not in TORCH_COMPILATION_BACKENDS:
+        bad.append(f"torch_compilation_backend={cfg.torch_compilation_backend!r}: one of "
+                   f"{', '.join(map(repr, TORCH_COMPILATION_BACKENDS))}")
     if cfg.deterministic and _on_gpu(cfg):
         bad.append("deterministic=True on a GPU: Tempo does not switch the backends to "
                    "deterministic GPU kernels; run with dev='cpu' or deterministic=False")

@@ -79,15 +79,18 @@ def run(cfg: Any, num_dims: int, build: Build, bounds: dict[int, int],
 
 def all_passes(cfg: Any) -> Any:
     """`cfg` with every clean-up pass of the compiler, vectorisation (of groups of any
-    size, so that small test programs exercise it), garbage collection and the generated
-    code's launchers (values consumed at once in locals) on."""
+    size, so that small test programs exercise it), fusion (regions compiled by the
+    backend), garbage collection and the generated code's launchers (values consumed at
+    once in locals) on."""
     on = {p.flag: True for p in CLEANUP if p.flag}
-    return dataclasses.replace(cfg, **on, **VECTORIZATION, enable_gc=True,
+    return dataclasses.replace(cfg, **on, **VECTORIZATION, **FUSION, enable_gc=True,
                                executor_debug_mode=False, enable_custom_thunk_launchers=True)
 
 
 VECTORIZATION = {"enable_vectorization": True, "enable_non_trivial_vectorization": True,
                  "reject_vec_groups_smaller_than": 1}
+FUSION = {"enable_dataflow_grouping": True, "enable_group_fusions": True,
+          "enable_codegen_dataflows": True}
 
 
 def blocks_mode(cfg: Any) -> Any:

@@ -1,0 +1,243 @@
+"""Dataflow grouping (ARCHITECTURE §5.6): connected ops over one domain that read each other
+point to point become one fused region (`tempo.core.ops_region.RegionOp`), which the
+backend compiles as one function (`jax.jit` on jax). It runs after autodiff and
+vectorisation, so gradients and batching rules never see a region.
+
+Which ops join: pure kernels (no UDF, recurrence, barrier, random or symbol source; no
+kernel argument that varies with a loop variable; no tensor the user keeps, whose id must
+stay readable), along reads at the same point of the same domain. Two groups are joined
+only when no path that could return to the same point leads from one to the other
+through a third (A → X → B with A, B joined and X outside would make the region wait on
+itself) — the scheduler's own grouping rule (`tempo.schedule.grouping`). A region holds at
+least two ops (one op is already one kernel call) and at most `max_dataflow_group_size`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable
+
+from tempo.core import ops
+from tempo.core.configs import ExecutionConfig
+from tempo.core.index_expr import IndexSequence
+from tempo.core.op_base import Op
+from tempo.core.op_bounds import bind_bounds
+from tempo.core.ops_region import REGION_INPUT, Ref, RegionOp
+from tempo.core.sdg import SDG, Edge, TensorId
+from tempo.core.shape import Shape
+from tempo.schedule.grouping import is_basis, zero_distance_oracle
+
+NOT_FUSIBLE: tuple[type[Op], ...] = (
+    ops.MergeOp, ops.UDFSourceOp, ops.SinkUDFOp, ops.MapUDFOp, ops.BarrierOp, ops.RandOp,
+    ops.EvalSymbolOp, ops.ConstOp, ops.FillOp, RegionOp,
+)
+"""Ops a region never holds: effects and RNG order stay in the schedule, sources are inputs
+(a constant baked into a compiled region would be recompiled with it), recurrences choose
+a branch per point."""
+
+
+def run(sdg: SDG, cfg: ExecutionConfig) -> SDG:
+    lo = max(2, cfg.min_dataflow_group_size)
+    for members in find_regions(sdg, cfg.max_dataflow_group_size):
+        if len(members) >= lo:
+            fuse(sdg, members, cfg)
+    return sdg
+
+
+TORCH_COMPILE_MIN_ELEMENTS = 1 << 18
+"""torch.compile only regions whose largest value has at least this many elements per
+point. Measured on this CPU (torch 2.13, inductor, one thread, 2 cores at load 5-7), a
+region of Linear(64)+tanh+5 elementwise ops and a chain of 8 elementwise ops, compiled vs
+eager min time per call: 64..65536 elements 1.3-1.8x slower compiled (dispatch through
+the compiled wrapper costs more than the kernels save); 262144: 0.62x (mlp) / 0.98x
+(elementwise); 1M: 0.56x / 0.35x. Compiling costs ~0.5 CPU-s per region and shape, plus
+~8 CPU-s for the first torch.compile of a process — so only regions past the crossover."""
+
+
+def compiled(cfg: ExecutionConfig, elements: int, static: bool) -> bool:
+    """Whether the backend compiles a region (`enable_group_fusions`): always on jax (a
+    jitted call costs what one eager op does, so a region of n ops saves n - 1 dispatches),
+    on torch only past TORCH_COMPILE_MIN_ELEMENTS, never on numpy; only regions whose
+    inputs have static shapes (a shape growing with a loop would recompile per point)."""
+    if not (cfg.enable_group_fusions and static):
+        return False
+    if cfg.backend == "jax":
+        return True
+    return (cfg.backend == "torch" and cfg.torch_compilation_backend == "compile"
+            and elements >= TORCH_COMPILE_MIN_ELEMENTS)
+
+
+def fusible(sdg: SDG, op: Op) -> bool:
+    if isinstance(op, NOT_FUSIBLE) or op.num_outputs == 0 or sdg.is_kept(op.op_id):
+        return False
+    if any(e.cond is not None for e in sdg.in_edges[op.op_id]):
+        return False
+    ended = {s.as_bound() for s in sdg.loop_dims}  # a boolean bound changes at run time
+    for e in op.runtime_exprs():
+        if not isinstance(e, int) and (e.vars_used() or e.bound_symbols_used() & ended):
+            return False
+    return True
+
+
+def _joinable(sdg: SDG, e: Edge, ok: set[int]) -> bool:
+    src, sink = e.src.op_id, e.sink
+    return (src in ok and sink in ok and src != sink and is_basis(e, sdg)
+            and sdg.ops[src].domain == sdg.ops[sink].domain)
+
+
+def demands(sdg: SDG, order: list[int]) -> dict[int, frozenset[tuple[str, str]] | None]:
+    """Where each op must run, as the scheduler will restrict it: an op that only feeds
+    recurrence branches runs only where a branch reads it (`s[True] = f(s[t-1])` never
+    computes f at t = 0), named by those branches' (index, condition) reads; None: at every
+    point. Ops join only with equal demands, so no region runs a member where it may not."""
+    out: dict[int, frozenset[tuple[str, str]] | None] = {}
+    for i in reversed(order):
+        op, es = sdg.ops[i], sdg.out_edges.get(i, [])
+        if not es or isinstance(op, ops.MergeOp | ops.SinkUDFOp | ops.BarrierOp) \
+                or sdg.is_kept(i):
+            out[i] = None
+            continue
+        got: set[tuple[str, str]] = set()
+        for e in es:
+            sink, theirs = sdg.ops[e.sink], out.get(e.sink)
+            if isinstance(sink, ops.MergeOp):
+                got.add((str(e.expr), str(e.cond)))
+            elif theirs is None:
+                break
+            elif is_basis(e, sdg):
+                got |= theirs
+            else:
+                got.add((f"read by {e.sink}", str(e.expr)))  # joins nothing else
+        else:
+            out[i] = frozenset(got)
+            continue
+        out[i] = None
+    return out
+
+
+def find_regions(sdg: SDG, max_size: int) -> list[list[int]]:
+    """Groups of op ids (in topological order) to fuse, each a union along joinable reads
+    that keeps the graph of groups free of same-point cycles."""
+    order = [op.op_id for op in sdg.topological()]
+    ok = {i for i in order if fusible(sdg, sdg.ops[i])}
+    maybe_zero, _ = zero_distance_oracle(sdg)
+    need = demands(sdg, order)
+    succ: dict[int, set[int]] = {i: set() for i in sdg.ops}
+    pred: dict[int, set[int]] = {i: set() for i in sdg.ops}
+    for es in sdg.in_edges.values():
+        for e in es:
+            if e.src.op_id != e.sink and maybe_zero(e):
+                succ[e.src.op_id].add(e.sink)
+                pred[e.sink].add(e.src.op_id)
+    parent = {i: i for i in sdg.ops}
+    members: dict[int, list[int]] = {i: [i] for i in ok}
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    def detour(a: int, b: int) -> bool:
+        """Is there a path a ⇝ b (group reps) through at least one other group?"""
+        stack = [x for x in succ[a] if x not in (a, b)]
+        seen = set(stack)
+        while stack:
+            for y in succ[stack.pop()]:
+                if y == b:
+                    return True
+                if y not in seen and y != a:
+                    seen.add(y)
+                    stack.append(y)
+        return False
+
+    def other_reads(a: int, b: int) -> bool:
+        """Does a member of one group read one of the other at another point?"""
+        ga, gb = set(members[a]), set(members[b])
+        return any((e.src.op_id in gb if m in ga else e.src.op_id in ga)
+                   and not _joinable(sdg, e, ok)
+                   for m in members[a] + members[b] for e in sdg.in_edges[m])
+
+    for sink in order:
+        if sink not in ok:
+            continue
+        for e in sdg.in_edges[sink]:
+            if not _joinable(sdg, e, ok):
+                continue
+            a, b = find(e.src.op_id), find(sink)
+            if a == b or len(members[a]) + len(members[b]) > max_size:
+                continue
+            if need[e.src.op_id] != need[sink]:
+                continue
+            if a in succ[b] or detour(a, b) or detour(b, a) or other_reads(a, b):
+                continue
+            parent[b] = a
+            members[a] += members.pop(b)
+            succ[a] = (succ[a] | succ.pop(b)) - {a, b}
+            pred[a] = (pred[a] | pred.pop(b)) - {a, b}
+            for x in succ[a]:
+                pred[x] = {a if y == b else y for y in pred[x]} - {x}
+            for x in pred[a]:
+                succ[x] = {a if y == b else y for y in succ[x]} - {x}
+    rank = {i: k for k, i in enumerate(order)}
+    return [sorted(ms, key=rank.__getitem__) for ms in members.values() if len(ms) > 1]
+
+
+def fuse(sdg: SDG, members: list[int], cfg: ExecutionConfig) -> RegionOp:
+    """Replace `members` (in dependence order) by one region op reading what they read from
+    outside and giving every value that is read outside (through the SDG helpers)."""
+    position = {m: k for k, m in enumerate(members)}
+    inputs: list[tuple[TensorId, IndexSequence]] = []
+    slot: dict[tuple[TensorId, str], int] = {}
+    reads: list[tuple[Ref, ...]] = []
+    for m in members:
+        refs = []
+        for e in sdg.in_edges[m]:
+            if e.src.op_id in position and is_basis(e, sdg):
+                refs.append(Ref(position[e.src.op_id], e.src.output_id))
+                continue
+            key = (e.src, str(e.expr))
+            if key not in slot:
+                slot[key] = len(inputs)
+                inputs.append((e.src, e.expr))
+            refs.append(Ref(REGION_INPUT, slot[key]))
+        reads.append(tuple(refs))
+    outs = [TensorId(m, k) for m in members for k in range(sdg.ops[m].num_outputs)
+            if any(e.sink not in position for e in sdg.readers(TensorId(m, k)))]
+    first = sdg.ops[members[0]]
+    body = tuple(bind_bounds(sdg.ops[m], sdg.bound_defs) for m in members)
+    infos = [sdg.tensors[t] for t in outs]
+    sizes = [_elements(sdg, sdg.read_shape(Edge(-1, 0, src, expr))) for src, expr in inputs]
+    sizes += [_elements(sdg, i.shape) for i in infos]
+    static = all(n is not None for n in sizes)
+    elements = max((n for n in sizes if n is not None), default=0)
+    region = RegionOp(op_id=sdg.new_id(), domain=first.domain, site=first.site, body=body,
+                      reads=tuple(reads),
+                      outputs=tuple(Ref(position[t.op_id], t.output_id) for t in outs),
+                      compiled=compiled(cfg, elements, static),
+                      generated=cfg.enable_codegen_dataflows, elements=elements,
+                      input_types=tuple(sdg.tensors[src].dtype for src, _ in inputs))
+    sdg.add_op(region, inputs, [i.shape for i in infos], [i.dtype for i in infos])
+    for k, t in enumerate(outs):
+        sdg.replace_all_uses(t, TensorId(region.op_id, k), where=_outside(position))
+    sdg.remove_ops(members)
+    return region
+
+
+def _outside(position: dict[int, int]) -> Callable[[Edge], bool]:
+    return lambda e: e.sink not in position
+
+
+def _elements(sdg: SDG, shape: Shape) -> int | None:
+    """Elements per point (None when the shape varies with a loop variable)."""
+    if shape.vars_used():
+        return None
+    try:
+        return math.prod(shape.evaluate(sdg.bound_defs))
+    except KeyError:
+        return None
+
+
+def region_members(sdg: SDG) -> Iterable[RegionOp]:
+    """The regions of a graph (tests, reports)."""
+    return (op for op in sdg.ops.values() if isinstance(op, RegionOp))

@@ -1,0 +1,79 @@
+"""A fused region (ARCHITECTURE §5.6): connected ops over one domain that read each other at
+the same point, run as one op. The grouping pass (`tempo.compiler.passes.grouping`) builds
+it after autodiff and vectorisation; the backend compiles its body as one function
+(`tempo.runtime.regions`: `jax.jit` on jax, one Python function of eager calls — or
+`torch.compile` for large regions — on torch).
+
+Values made and consumed inside the region never reach a store, a free or the schedule:
+the region reads its inputs once per point and writes only the values read outside it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from tempo.core.dtype import DataType
+from tempo.core.op_base import DTypes, Op, Shapes
+
+REGION_INPUT = -1
+"""`Ref.member` of a value that is one of the region's inputs (`Ref.output` is its index)."""
+
+
+@dataclass(frozen=True)
+class Ref:
+    """Where a member reads one input: output `output` of member `member` (a position in
+    `RegionOp.body`), or region input `output` when `member` is REGION_INPUT."""
+
+    member: int
+    output: int
+
+    @property
+    def is_input(self) -> bool:
+        return self.member == REGION_INPUT
+
+
+@dataclass(frozen=True, eq=False, kw_only=True, repr=False)
+class RegionOp(Op):
+    """Runs `body` (ops with every bound substituted, in dependence order) at each point of
+    its domain. Member k reads `reads[k]`; the region returns the member outputs listed in
+    `outputs`, in order (its tensors k = 0, 1, ...)."""
+
+    body: tuple[Op, ...]
+    reads: tuple[tuple[Ref, ...], ...]
+    outputs: tuple[Ref, ...]
+    compiled: bool = False
+    """Compile the body with the backend's compiler (jax.jit, torch.compile); else one
+    Python function calling the members' kernels (intermediates stay in its locals)."""
+    generated: bool = True
+    """The body is generated straight-line Python (else a loop walks `reads`)."""
+    elements: int = 0
+    """Elements of the largest value the region reads or makes per point (0: unknown)."""
+    input_types: tuple[DataType, ...] = ()
+    """The inputs' dtypes (its cost rule sees only shapes and element sizes)."""
+    name: ClassVar[str] = "region"
+    variadic: ClassVar[bool] = True
+
+    @property
+    def num_outputs(self) -> int:
+        return len(self.outputs)
+
+    def infer(self, shapes: Shapes, dts: DTypes) -> tuple[Shapes, DTypes]:
+        """The members' rules applied in order (so validation checks the whole body)."""
+        vals: list[tuple[Shapes, DTypes]] = []
+
+        def get(r: Ref) -> tuple[object, object]:
+            if r.is_input:
+                return shapes[r.output], dts[r.output]
+            return vals[r.member][0][r.output], vals[r.member][1][r.output]
+
+        for op, reads in zip(self.body, self.reads):
+            got = [get(r) for r in reads]
+            vals.append(op.infer([s for s, _ in got], [d for _, d in got]))  # type: ignore[misc]
+        outs = [get(r) for r in self.outputs]
+        return [s for s, _ in outs], [d for _, d in outs]  # type: ignore[misc]
+
+    def describe(self) -> str:
+        names = [op.describe() for op in self.body]
+        more = f" +{len(names) - 6}" if len(names) > 6 else ""
+        return "region(" + " ".join(names[:6]) + more + ")"

@@ -1,0 +1,83 @@
+"""The fused region's rules (`tempo.core.ops_region.RegionOp`, built by the grouping pass).
+
+It is formed after autodiff and vectorisation, so it has no gradient or batching rule; its
+cost is its members' arithmetic with the traffic of one fused kernel (inputs read once,
+outputs written once: intermediates never reach memory). Its kernels are the body as one
+function (`tempo.runtime.regions`), compiled where the pass asked: `jax.jit` on jax (a
+body jax cannot trace — a kernel that needs concrete values — runs eagerly instead),
+`torch.compile` on torch, never on numpy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from tempo.api.autodiff.grad_rules import NOT_DIFFERENTIABLE
+from tempo.compiler.op_rules import NO_BATCHING, Arg, Cost, cost, traffic
+from tempo.core.ops_region import RegionOp
+from tempo.prims.define import primitive
+
+if TYPE_CHECKING:
+    from tempo.runtime.kernel_registry import Kernel
+
+
+def region_cost(op: RegionOp, ins: Sequence[Arg], outs: Sequence[Arg]) -> Cost:
+    from tempo.core.shape import Shape
+
+    vals: list[list[tuple[Any, Any]]] = []
+    in_dts = op.input_types
+    flops = 0
+    for m, reads in zip(op.body, op.reads):
+        got = [(Shape.from_(ins[r.output].shape), in_dts[r.output]) if r.is_input
+               else vals[r.member][r.output] for r in reads]
+        shapes, dts = [s for s, _ in got], [d for _, d in got]
+        flops += cost(m, shapes, dts).flops
+        o_shapes, o_dts = m.infer(shapes, dts)
+        vals.append(list(zip(o_shapes, o_dts)))
+    return Cost(flops, traffic(ins, outs))
+
+
+def _jit(fn: Kernel) -> Kernel:
+    import jax
+
+    jitted = jax.jit(fn)
+    state = {"traced": True}
+
+    def run(*args: Any) -> Any:
+        if state["traced"]:
+            try:
+                return jitted(*args)
+            except jax.errors.JAXTypeError:  # a member needs concrete values: stay eager
+                state["traced"] = False
+        return fn(*args)
+
+    return run
+
+
+def _torch_compile(fn: Kernel) -> Kernel:
+    import torch
+
+    return torch.compile(fn, dynamic=False)
+
+
+def _torch(op: RegionOp, be: Any) -> Kernel:
+    from tempo.runtime.regions import region_kernel
+
+    return region_kernel(op, be, _torch_compile)
+
+
+def _jax(op: RegionOp, be: Any) -> Kernel:
+    from tempo.runtime.regions import region_kernel
+
+    return region_kernel(op, be, _jit)
+
+
+def _numpy(op: RegionOp, be: Any) -> Kernel:
+    from tempo.runtime.regions import region_kernel
+
+    return region_kernel(op, be, None)
+
+
+primitive(RegionOp, grad=NOT_DIFFERENTIABLE, batching=NO_BATCHING, cost=region_cost,
+          torch=_torch, jax=_jax, numpy=_numpy)

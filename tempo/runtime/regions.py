@@ -1,0 +1,140 @@
+"""Running fused regions (`tempo.core.ops_region.RegionOp`): the body becomes one Python
+function calling the members' kernels in order, its intermediates in locals (no store,
+no free, one call in the schedule); the backends compile it where the grouping pass asked
+(`compiled`): `jax.jit` on jax, `torch.compile` on torch (the pass chooses by size).
+
+Regions are cached by structure: two regions with the same members (parameters, wiring)
+on the same backend and device share one function, so `jax.jit` / `torch.compile`
+compile it once per distinct input shape, however many regions or executors use it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+from tempo.core import naming
+from tempo.core.dtype import dtypes
+from tempo.core.errors import BackendError, TempoError
+from tempo.core.op_base import Op
+from tempo.core.ops_region import Ref, RegionOp
+from tempo.runtime.kernel_registry import Kernel
+
+Compiler = Callable[[Kernel], Kernel]
+
+_CACHE: dict[tuple, tuple[Kernel, str]] = {}  # structure -> (body, its source file name)
+_NOT_PARAMS = frozenset({"op_id", "domain", "site", "tags"})
+
+
+def region_kernel(op: RegionOp, be: Any, compiler: Compiler | None) -> Kernel:
+    """The region's callable on backend `be` (its body shared with equal regions);
+    `compiler` compiles the body when the region asks for it."""
+    key = (be.name, str(getattr(be, "device", "")), structure_key(op), op.compiled,
+           op.generated, dtypes.default_float.name, dtypes.default_int.name)
+    hit = _CACHE.get(key)
+    if hit is None:
+        name = f"<tempo-region-{len(_CACHE)}>"
+        kernels = [be.kernel(m) for m in op.body]
+        fn = body_function(op, kernels, name) if op.generated else interpreted(op, kernels)
+        if op.compiled and compiler is not None:
+            fn = compiler(fn)
+        hit = _CACHE[key] = (fn, name)
+    return _named_errors(op, hit[0], hit[1], be.name)
+
+
+def structure_key(op: RegionOp) -> tuple:
+    """Members' kinds and parameters, and the wiring: equal keys compute the same thing."""
+    members = tuple((type(m).__name__, tuple((f.name, _plain(getattr(m, f.name)))
+                                             for f in dataclasses.fields(m)
+                                             if f.name not in _NOT_PARAMS))
+                    for m in op.body)
+    return members, op.reads, op.outputs
+
+
+def _plain(v: Any) -> Any:
+    if v is None or isinstance(v, bool | int | float | str):
+        return v
+    if isinstance(v, tuple):
+        return tuple(_plain(e) for e in v)
+    return (type(v).__name__, str(v))
+
+
+def static_args(m: Op) -> list[int]:
+    """A member's trailing kernel args: its runtime expressions, which the grouping pass
+    bound to constants (members never vary with a loop variable)."""
+    return [e if isinstance(e, int) else int(e.evaluate({})) for e in m.runtime_exprs()]
+
+
+def _value(r: Ref) -> str:
+    return f"a{r.output}" if r.is_input else f"v{r.member}_{r.output}"
+
+
+def source(op: RegionOp) -> str:
+    """`def region(a0, a1, ...)`: line k + 2 calls member k, then the values returned."""
+    n_in = 1 + max((r.output for rs in op.reads for r in rs if r.is_input), default=-1)
+    lines = [f"def region({', '.join(f'a{k}' for k in range(n_in))}):"]
+    for k, (m, reads) in enumerate(zip(op.body, op.reads)):
+        args = [_value(r) for r in reads] + [str(k) for k in static_args(m)]
+        outs = ", ".join(f"v{k}_{j}" for j in range(m.num_outputs))
+        lines.append(f"    {outs} = k{k}({', '.join(args)})")
+    rets = [_value(r) for r in op.outputs]
+    lines.append(f"    return {', '.join(rets)}")
+    return "\n".join(lines) + "\n"
+
+
+def body_function(op: RegionOp, kernels: list[Kernel], filename: str) -> Kernel:
+    """The generated straight-line body (`enable_codegen_dataflows`)."""
+    ns: dict[str, Any] = {f"k{k}": kern for k, kern in enumerate(kernels)}
+    exec(compile(source(op), filename, "exec"), ns)  # noqa: S102 - our own source
+    fn: Kernel = ns["region"]
+    return fn
+
+
+def interpreted(op: RegionOp, kernels: list[Kernel]) -> Kernel:
+    """The body walked per call (codegen of dataflows off): the same calls, slower."""
+    plan = [(kern, reads, m.num_outputs, static_args(m))
+            for kern, m, reads in zip(kernels, op.body, op.reads)]
+    outputs = op.outputs
+
+    def region(*ins: Any) -> Any:
+        vals: list[tuple[Any, ...]] = []
+        for kern, reads, n, extra in plan:
+            args = [ins[r.output] if r.is_input else vals[r.member][r.output] for r in reads]
+            out = kern(*args, *extra)
+            vals.append(tuple(out) if n > 1 else (out,))
+        res = tuple(ins[r.output] if r.is_input else vals[r.member][r.output] for r in outputs)
+        return res[0] if len(res) == 1 else res
+
+    return region
+
+
+def _named_errors(op: RegionOp, fn: Kernel, name: str, backend: str) -> Kernel:
+    """A failure inside the region names the member that failed (its user line), not the
+    region: the generated body's line (file `name`) tells which member ran."""
+
+    def run(*args: Any) -> Any:
+        try:
+            return fn(*args)
+        except TempoError:
+            raise
+        except Exception as exc:
+            member = _failing_member(op, exc, name)
+            if member is None:
+                raise
+            why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise BackendError(f"the {backend} backend failed running "
+                               f"{naming.op_label(member)}: {why}", site=member.site) from exc
+
+    return run
+
+
+def _failing_member(op: RegionOp, exc: BaseException, name: str) -> Any:
+    tb, line = exc.__traceback__, None
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == name:
+            line = tb.tb_lineno
+        tb = tb.tb_next
+    if line is None or not 2 <= line < 2 + len(op.body):
+        return None
+    return op.body[line - 2]
