@@ -5,11 +5,12 @@ vectorisation, so gradients and batching rules never see a region.
 
 Which ops join: pure kernels (no UDF, recurrence, barrier, random or symbol source; no
 kernel argument that varies with a loop variable; no tensor the user keeps, whose id must
-stay readable), along reads at the same point of the same domain. Two groups are joined
-only when no path that could return to the same point leads from one to the other
-through a third (A → X → B with A, B joined and X outside would make the region wait on
-itself) — the scheduler's own grouping rule (`tempo.schedule.grouping`). A region holds at
-least two ops (one op is already one kernel call) and at most `max_dataflow_group_size`.
+stay readable), along reads at the same point of the same domain, with the same demand
+(ops that only feed a recurrence branch run only where it reads them). Two groups are
+joined only when no path leads from one through other ops back to the other at the same
+point (A → X → B with A, B joined and X outside would make the region wait on itself;
+`grouping_cycles`). A region holds at least two ops (one op is already one kernel call)
+and at most `max_dataflow_group_size`.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable
 
+from tempo.compiler.passes.grouping_cycles import Interval, edge_distance, returns
 from tempo.core import ops
 from tempo.core.configs import ExecutionConfig
 from tempo.core.index_expr import IndexSequence
@@ -116,12 +118,15 @@ def demands(sdg: SDG, order: list[int]) -> dict[int, frozenset[tuple[str, str]] 
 
 
 def find_regions(sdg: SDG, max_size: int) -> list[list[int]]:
-    """Groups of op ids (in topological order) to fuse, each a union along joinable reads
-    that keeps the graph of groups free of same-point cycles."""
+    """Groups of op ids (in topological order) to fuse: unions along joinable reads of ops
+    with equal demands, never closing a same-point cycle through other ops nor holding a
+    read of one member by another at another point. Cycles are ruled out first by the
+    scheduler's per-read test on the graph of groups (cheap: it keeps that graph), and
+    where it cannot by summing distances along paths (`grouping_cycles`)."""
     order = [op.op_id for op in sdg.topological()]
     ok = {i for i in order if fusible(sdg, sdg.ops[i])}
-    maybe_zero, _ = zero_distance_oracle(sdg)
     need = demands(sdg, order)
+    maybe_zero, _ = zero_distance_oracle(sdg)
     succ: dict[int, set[int]] = {i: set() for i in sdg.ops}
     pred: dict[int, set[int]] = {i: set() for i in sdg.ops}
     for es in sdg.in_edges.values():
@@ -130,16 +135,20 @@ def find_regions(sdg: SDG, max_size: int) -> list[list[int]]:
                 succ[e.src.op_id].add(e.sink)
                 pred[e.sink].add(e.src.op_id)
     parent = {i: i for i in sdg.ops}
-    members: dict[int, list[int]] = {i: [i] for i in ok}
+    members: dict[int, list[int]] = {i: [i] for i in sdg.ops}
+    cache: dict[tuple[int, tuple[str, ...]], Interval] = {}
 
     def find(i: int) -> int:
-        while parent[i] != i:
+        while parent[i] != parent[parent[i]]:
             parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
+        return parent[i]
+
+    def members_of(i: int) -> list[int]:
+        return members[find(i)]
 
     def detour(a: int, b: int) -> bool:
-        """Is there a path a ⇝ b (group reps) through at least one other group?"""
+        """Is there a path a ⇝ b (group reps, reads that may be at distance 0) through
+        at least one other group?"""
         stack = [x for x in succ[a] if x not in (a, b)]
         seen = set(stack)
         while stack:
@@ -151,25 +160,36 @@ def find_regions(sdg: SDG, max_size: int) -> list[list[int]]:
                     stack.append(y)
         return False
 
-    def other_reads(a: int, b: int) -> bool:
-        """Does a member of one group read one of the other at another point?"""
+    def joins(a: int, b: int, names: tuple[str, ...]) -> bool:
         ga, gb = set(members[a]), set(members[b])
-        return any((e.src.op_id in gb if m in ga else e.src.op_id in ga)
-                   and not _joinable(sdg, e, ok)
-                   for m in members[a] + members[b] for e in sdg.in_edges[m])
+        for m in members[a] + members[b]:  # a read of one by the other at another point
+            for e in sdg.in_edges[m]:
+                if ((e.src.op_id in gb if m in ga else e.src.op_id in ga)
+                        and not _joinable(sdg, e, ok)):
+                    return False
+        if not (a in succ[b] or detour(a, b) or detour(b, a)):
+            return True
+
+        def dist(e: Edge) -> Interval:
+            key = (id(e), names)
+            if key not in cache:
+                cache[key] = edge_distance(sdg, e, names)
+            return cache[key]
+
+        both = ga | gb
+        return not (returns(sdg, members[a], gb, both, members_of, names, dist)
+                    or returns(sdg, members[b], ga, both, members_of, names, dist))
 
     for sink in order:
         if sink not in ok:
             continue
         for e in sdg.in_edges[sink]:
-            if not _joinable(sdg, e, ok):
+            if not _joinable(sdg, e, ok) or need[e.src.op_id] != need[sink]:
                 continue
             a, b = find(e.src.op_id), find(sink)
             if a == b or len(members[a]) + len(members[b]) > max_size:
                 continue
-            if need[e.src.op_id] != need[sink]:
-                continue
-            if a in succ[b] or detour(a, b) or detour(b, a) or other_reads(a, b):
+            if not joins(a, b, tuple(v.name for v in sdg.ops[sink].domain.variables)):
                 continue
             parent[b] = a
             members[a] += members.pop(b)

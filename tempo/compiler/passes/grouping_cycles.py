@@ -1,0 +1,141 @@
+"""Would joining two groups into one region make the region wait on itself? Only if a path
+leaves one group and comes back to the other *at the same point*: the region then reads,
+at point p, a value that needs its own output at p.
+
+The test sums each read's distance (sink point − source point, an interval per loop
+variable) along paths, so a recurrence's read of the previous step (`s[t-1]`, distance 1)
+breaks a cycle even in programs that also read the next step elsewhere (GAE's `adv[t+1]`),
+where a per-edge test must assume any read may be undone. A read between ops that do not
+share a variable may land anywhere along it. Paths through a group enter at any member and
+leave from any member (a region runs all its members at once).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Iterable
+
+from tempo.core.sdg import SDG, Edge
+from tempo.schedule.grouping import INF, _distance
+
+Interval = dict[str, tuple[float, float]]
+
+
+def edge_distance(sdg: SDG, e: Edge, names: tuple[str, ...]) -> Interval:
+    """sink − source along each of `names` for one read."""
+    src, sink = sdg.ops[e.src.op_id], sdg.ops[e.sink]
+    at = {v.name: m for v, m in zip(src.domain.variables, e.expr)}
+    out: Interval = {}
+    sink_vars = {v.name: v for v in sink.domain.variables}
+    for n in names:
+        if n in at and n in sink_vars:
+            out[n] = _distance(sink_vars[n], at[n])
+        else:
+            out[n] = (-INF, INF)
+    return out
+
+
+def _add(a: Interval, b: Interval) -> Interval:
+    return {n: (a[n][0] + b[n][0], a[n][1] + b[n][1]) for n in a}
+
+
+def _within(a: Interval, b: Interval) -> bool:
+    return all(b[n][0] <= a[n][0] and a[n][1] <= b[n][1] for n in a)
+
+
+def _hull(old: Interval, new: Interval, jump: bool) -> Interval:
+    """The smallest box holding both; with `jump`, a bound that grew goes to infinity."""
+    out = {}
+    for n in old:
+        lo = min(old[n][0], new[n][0])
+        hi = max(old[n][1], new[n][1])
+        if jump:
+            lo = lo if lo == old[n][0] else -INF
+            hi = hi if hi == old[n][1] else INF
+        out[n] = (lo, hi)
+    return out
+
+
+KEEP = 4
+"""Distinct intervals kept per op; past that a new one joins the last by their hull, and
+after HULLS hulls by widening (paths around a recurrence add one step per turn: the
+search must end)."""
+HULLS = 8
+BUDGET = 20_000
+"""Search states per question; past it the answer is "may return" (no join)."""
+
+
+def _reach(sdg: SDG, start: Iterable[int], members_of: Callable[[int], list[int]],
+           forward: bool) -> set[int]:
+    """Ops reachable from `start` (forward), or reaching it (backward), groups whole."""
+    out: set[int] = set()
+    work = list(start)
+    while work:
+        x = work.pop()
+        for m in members_of(x):
+            if m in out:
+                continue
+            out.add(m)
+            es = sdg.out_edges.get(m, ()) if forward else sdg.in_edges.get(m, ())
+            work.extend(e.sink if forward else e.src.op_id for e in es)
+    return out
+
+
+def returns(sdg: SDG, start: Iterable[int], goal: set[int], skip: set[int],
+            members_of: Callable[[int], list[int]], names: tuple[str, ...],
+            dist: Callable[[Edge], Interval]) -> bool:
+    """Is there a path from the ops `start` through at least one op outside `skip` to an op
+    of `goal`, summing to distance 0 along every variable of `names`? Only ops on some
+    path are searched; along a variable that no read among them goes back in (all
+    distances ≥ 0, e.g. the iteration dim read at i-1), a path already ahead is dropped.
+    Breadth first, so short paths (small distances) reach each op before pumped ones."""
+    start = list(start)
+    first = [e.sink for m in start for e in sdg.out_edges.get(m, ()) if e.sink not in skip]
+    ahead = _reach(sdg, first, members_of, True)
+    if not ahead & goal:
+        return False
+    on_path = (ahead & _reach(sdg, goal, members_of, False)) | goal
+    lows = {n: INF for n in names}
+    highs = {n: -INF for n in names}
+    for x in on_path:
+        for e in sdg.out_edges.get(x, ()):
+            if e.sink in on_path:
+                for n, (lo, hi) in dist(e).items():
+                    lows[n], highs[n] = min(lows[n], lo), max(highs[n], hi)
+
+    def hopeless(iv: Interval) -> bool:
+        return any((iv[n][0] > 0 and lows[n] >= 0) or (iv[n][1] < 0 and highs[n] <= 0)
+                   for n in names)
+
+    seen: dict[int, list[Interval]] = {}
+    hulls: dict[int, int] = {}
+    queue: deque[tuple[int, Interval]] = deque()
+    for m in start:
+        queue.extend((e.sink, dist(e)) for e in sdg.out_edges.get(m, ())
+                     if e.sink not in skip and e.sink in on_path)
+    steps = 0
+    while queue:
+        steps += 1
+        if steps > BUDGET:
+            return True
+        x, iv = queue.popleft()
+        if x in goal:
+            if all(lo <= 0 <= hi for lo, hi in iv.values()):
+                return True
+            continue
+        if hopeless(iv):
+            continue
+        rep = members_of(x)[0]
+        known = seen.setdefault(rep, [])
+        if any(_within(iv, k) for k in known):
+            continue
+        if len(known) >= KEEP:
+            hulls[rep] = hulls.get(rep, 0) + 1
+            iv = known[-1] = _hull(known[-1], iv, hulls[rep] > HULLS)
+        else:
+            known.append(iv)
+        for m in members_of(x):
+            for e in sdg.out_edges.get(m, ()):
+                if e.sink != m and e.sink in on_path:
+                    queue.append((e.sink, _add(iv, dist(e))))
+    return False
