@@ -34,9 +34,11 @@ def removed_error(recorded: SDG | None, cfg: ExecutionConfig, tid: TensorId
                "To read it, give it a sink (e.g. `x.sink_udf(lambda v: None)`) or compile with "
                "ExecutionConfig(enable_dead_code_elim=False)")
     else:
-        why = ("was folded into another op by the compiler's optimisations. To read it, "
-               "compile with ExecutionConfig.test_cfg() (every optimisation off), or turn off "
-               "enable_duplicate_code_elim and enable_algebraic_optimizer")
+        why = ("was folded into another op by the compiler's optimisations (or fused into a "
+               "region, which never stores it). To read it, compile with "
+               "ExecutionConfig.test_cfg() (every optimisation off), or turn off "
+               "enable_duplicate_code_elim, enable_algebraic_optimizer and "
+               "enable_dataflow_grouping")
     return TensorNotAvailableError(f"{name} {why}", site=op.site)
 
 
