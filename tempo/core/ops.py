@@ -28,8 +28,8 @@ from tempo.core.op_sources import (  # noqa: F401 - the catalogue is one namespa
     UDFSourceOp,
 )
 from tempo.core.ops_fused import AttentionOp, NormOp, SoftmaxOp  # noqa: F401 - one namespace
-from tempo.core.ops_tiled import TiledAttentionOp  # noqa: F401 - one namespace
 from tempo.core.ops_region import RegionOp  # noqa: F401 - one namespace
+from tempo.core.ops_tiled import TiledAttentionOp  # noqa: F401 - one namespace
 from tempo.core.shape import Shape
 
 
