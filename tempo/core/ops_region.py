@@ -10,6 +10,7 @@ the region reads its inputs once per point and writes only the values read outsi
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -77,3 +78,9 @@ class RegionOp(Op):
         names = [op.describe() for op in self.body]
         more = f" +{len(names) - 6}" if len(names) > 6 else ""
         return "region(" + " ".join(names[:6]) + more + ")"
+
+
+def flat_ops(op_list: Iterable[Op]) -> list[Op]:
+    """`op_list` with every region replaced by its members (they run at the region's
+    points): what ran, for tests and reports that look for an op kind."""
+    return [m for op in op_list for m in (op.body if isinstance(op, RegionOp) else (op,))]

@@ -21,6 +21,7 @@ from tempo.core import index_expr as ie
 from tempo.core import ops
 from tempo.core.configs import ExecutionConfig
 from tempo.core.dtype import dtypes
+from tempo.core.ops_region import flat_ops
 
 T_, H, DH, W = 11, 2, 4, 4
 RNG = np.random.default_rng(7)
@@ -88,17 +89,17 @@ def _run(cfg: ExecutionConfig, window: int | None, steps: int = T_, sdpa: bool =
 def test_tiled_attention_matches_eager_torch(backend: str, window: int | None, U: int,
                                              sdpa: bool, tmp_path: Any) -> None:
     got, exe = _run(_cfg(tmp_path, backend, True, U), window, sdpa=sdpa)
-    tiled = [op for op in exe.sdg.ops.values() if isinstance(op, ops.TiledAttentionOp)]
+    tiled = [op for op in flat_ops(exe.sdg.ops.values()) if isinstance(op, ops.TiledAttentionOp)]
     assert len(tiled) == 1 and tiled[0].block == U
     assert not any(isinstance(op, ops.SoftmaxOp | ops.AttentionOp | ops.PermuteOp)
-                   for op in exe.sdg.ops.values())
+                   for op in flat_ops(exe.sdg.ops.values()))
     want = _eager(torch.from_numpy(Q), torch.from_numpy(K), torch.from_numpy(V), window)
     torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
 
 
 def test_statify_off_keeps_the_composite(tmp_path: Any) -> None:
     got, exe = _run(_cfg(tmp_path, "torch", False, 3), None)
-    assert not any(isinstance(op, ops.TiledAttentionOp) for op in exe.sdg.ops.values())
+    assert not any(isinstance(op, ops.TiledAttentionOp) for op in flat_ops(exe.sdg.ops.values()))
     want = _eager(torch.from_numpy(Q), torch.from_numpy(K), torch.from_numpy(V), None)
     torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
 
@@ -153,7 +154,7 @@ def test_gradients_through_attention_with_statify_on(window: int | None, sdpa: b
     ctx.sdg.keep.update(w.grad.tensor_id for w in (wq, wk, wv))  # read after the run
     exe = ctx.compile({T: T_})
     exe.execute()
-    n_tiled = sum(isinstance(op, ops.TiledAttentionOp) for op in exe.sdg.ops.values())
+    n_tiled = sum(isinstance(op, ops.TiledAttentionOp) for op in flat_ops(exe.sdg.ops.values()))
     assert n_tiled == (1 if sdpa else 0)
     tx = torch.from_numpy(X)
     tw = [torch.from_numpy(w).requires_grad_(True) for w in (Wq, Wk, Wv)]

@@ -115,6 +115,12 @@ def blocks_mode(cfg: Any) -> Any:
                                enable_lazy_slice=True, inc_statify_block_size=2)
 
 
+def fused_mode(cfg: Any) -> Any:
+    """`all_passes(blocks_mode(cfg))`, untracked: fusion into regions (the grouping pass
+    forms none under a memory cap, which the modes below set)."""
+    return all_passes(blocks_mode(cfg))
+
+
 def memory_mode(cfg: Any) -> Any:
     """`all_passes(blocks_mode(cfg))` with blocks of 3 points and memory tracking (a cap
     never reached): window reads get circular stores where they save memory."""
@@ -180,6 +186,7 @@ def run_swapped(cfg: Any, prog: Program, done: dict[str, Any]) -> tuple[Results,
 # swap mode's cap comes from the memory mode's peak). Adding a mode is one line.
 MODES: list[Mode] = [
     Mode("blocks", blocks_mode),
+    Mode("fused", fused_mode),
     Mode("memory", memory_mode),
     Mode("circular", memory_mode, run_circular),
     Mode("swap", swap_mode, run_swapped),

@@ -10,7 +10,8 @@ stay readable), along reads at the same point of the same domain, with the same 
 joined only when no path leads from one through other ops back to the other at the same
 point (A → X → B with A, B joined and X outside would make the region wait on itself;
 `grouping_cycles`). A region holds at least two ops (one op is already one kernel call)
-and at most `max_dataflow_group_size`.
+and at most `max_dataflow_group_size`. Under a device memory cap no region is formed: the
+memory accountant counts stored values, and a region's intermediates are never stored.
 """
 
 from __future__ import annotations
@@ -39,6 +40,8 @@ a branch per point."""
 
 
 def run(sdg: SDG, cfg: ExecutionConfig) -> SDG:
+    if cfg.device_memory_cap_bytes is not None:
+        return sdg  # under a cap the accountant must see every value; a region hides its own
     lo = max(2, cfg.min_dataflow_group_size)
     for members in find_regions(sdg, cfg.max_dataflow_group_size):
         if len(members) >= lo:
