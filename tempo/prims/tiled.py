@@ -46,12 +46,18 @@ def _torch(op: ops.TiledAttentionOp, be: Any) -> Kernel:
     ss, ps, out_shape = op.score_shape, op.prob_shape, op.out_shape
 
     def run(q: Any, kbs: Blocks, vbs: Blocks) -> Any:
+        q = q * scale  # scaling the queries is cheaper than scaling every block's scores
+        if len(kbs) == 1:  # one block (a window, or a short history): the fused softmax
+            (kb, s, e), (vb, _, _) = kbs[0], vbs[0]
+            sc = (q @ kb[s:e].permute(pk)).reshape(ss + (e - s,))
+            p = torch.softmax(sc, -1).reshape(ps + (e - s,))
+            return (p @ vb[s:e].permute(pv)).reshape(out_shape)
         m: Any = None
         l: Any = None
         o: Any = None
         for (kb, s, e), (vb, _, _) in zip(kbs, vbs):
             n = e - s
-            sc = (q @ kb[s:e].permute(pk)).reshape(ss + (n,)) * scale
+            sc = (q @ kb[s:e].permute(pk)).reshape(ss + (n,))
             bm = sc.amax(-1, keepdim=True)
             if m is None:
                 m = bm
