@@ -164,6 +164,7 @@ def _joined(sdg: SDG, tid: TensorId, d: int, whole: Slice) -> TensorId:
 
 def _new(sdg: SDG, op_cls: type[ops.Op], domain: Domain,
          reads: list[tuple[TensorId, IndexSequence]], **params: object) -> TensorId:
+    # ignore: `params` are the fields of `op_cls`, which mypy cannot match to kwargs
     op = op_cls(op_id=sdg.new_id(), domain=domain, **params)  # type: ignore[arg-type]
     sdg.add_inferred(op, reads)
     return TensorId(op.op_id, 0)

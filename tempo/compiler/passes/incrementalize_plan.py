@@ -23,6 +23,7 @@ other, join: the rewrite then only adds the block dimension to their domains.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from typing import cast
 
 import numpy as np
 
@@ -65,12 +66,13 @@ def input_dims(sdg: SDG, op: ops.Op, d: int) -> list[int | None] | None:
     if any(s is None for s in shapes) or out is None or not out.shape.is_static():
         return None
     oshape = tuple(out.shape.as_static())
+    known = cast(list[tuple[int, ...]], shapes)  # none is None (checked above)
     if isinstance(op, ops.MatMulOp):
-        return _matmul_dims(shapes[0], shapes[1], oshape, d)  # type: ignore[arg-type]
+        return _matmul_dims(known[0], known[1], oshape, d)
     if isinstance(op, ops.PermuteOp):
         return [op.dims[d]]
     if isinstance(op, ops.ReshapeOp):
-        j = _reshaped_dim(shapes[0], oshape, d)  # type: ignore[arg-type]
+        j = _reshaped_dim(known[0], oshape, d)
         return None if j is None else [j]
     if isinstance(op, ops.SumOp):
         src = shapes[0]
