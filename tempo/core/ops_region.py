@@ -16,6 +16,7 @@ from typing import ClassVar
 
 from tempo.core.dtype import DataType
 from tempo.core.op_base import DTypes, Op, Shapes
+from tempo.core.shape import Shape
 
 REGION_INPUT = -1
 """`Ref.member` of a value that is one of the region's inputs (`Ref.output` is its index)."""
@@ -63,16 +64,16 @@ class RegionOp(Op):
         """The members' rules applied in order (so validation checks the whole body)."""
         vals: list[tuple[Shapes, DTypes]] = []
 
-        def get(r: Ref) -> tuple[object, object]:
+        def get(r: Ref) -> tuple[Shape, DataType]:
             if r.is_input:
                 return shapes[r.output], dts[r.output]
             return vals[r.member][0][r.output], vals[r.member][1][r.output]
 
         for op, reads in zip(self.body, self.reads):
             got = [get(r) for r in reads]
-            vals.append(op.infer([s for s, _ in got], [d for _, d in got]))  # type: ignore[misc]
+            vals.append(op.infer([s for s, _ in got], [d for _, d in got]))
         outs = [get(r) for r in self.outputs]
-        return [s for s, _ in outs], [d for _, d in outs]  # type: ignore[misc]
+        return [s for s, _ in outs], [d for _, d in outs]
 
     def describe(self) -> str:
         names = [op.describe() for op in self.body]
