@@ -19,6 +19,7 @@ from tempo.core.dtype import dtypes
 from tempo.core.errors import BackendError, TempoError
 from tempo.core.op_base import Op
 from tempo.core.ops_region import Ref, RegionOp
+from tempo.runtime.backends.common import plain_key
 from tempo.runtime.kernel_registry import Kernel
 
 Compiler = Callable[[Kernel], Kernel]
@@ -45,19 +46,11 @@ def region_kernel(op: RegionOp, be: Any, compiler: Compiler | None) -> Kernel:
 
 def structure_key(op: RegionOp) -> tuple:
     """Members' kinds and parameters, and the wiring: equal keys compute the same thing."""
-    members = tuple((type(m).__name__, tuple((f.name, _plain(getattr(m, f.name)))
+    members = tuple((type(m).__name__, tuple((f.name, plain_key(getattr(m, f.name)))
                                              for f in dataclasses.fields(m)
                                              if f.name not in _NOT_PARAMS))
                     for m in op.body)
     return members, op.reads, op.outputs
-
-
-def _plain(v: Any) -> Any:
-    if v is None or isinstance(v, bool | int | float | str):
-        return v
-    if isinstance(v, tuple):
-        return tuple(_plain(e) for e in v)
-    return (type(v).__name__, str(v))
 
 
 def static_args(m: Op) -> list[int]:

@@ -130,20 +130,6 @@ def group_ops(sdg: SDG, executed: dict[int, isl.Set]) -> Groups:
                         out.setdefault(v, set()).add("+")
         return None if any(len(d) > 1 for d in out.values()) else out
 
-    def reaches_avoiding_direct(a: int, b: int) -> bool:
-        """Is there a path a ⇝ b (group reps) through at least one other group?"""
-        stack = [x for x in gsucc[a] if x != b and x != a]
-        seen = set(stack)
-        while stack:
-            x = stack.pop()
-            for y in gsucc[x]:
-                if y == b:
-                    return True
-                if y not in seen and y != a:
-                    seen.add(y)
-                    stack.append(y)
-        return False
-
     for sink_id in sorted(sdg.ops):
         for e in sdg.in_edges[sink_id]:
             a, b = find(e.src.op_id), find(sink_id)
@@ -151,7 +137,7 @@ def group_ops(sdg: SDG, executed: dict[int, isl.Set]) -> Groups:
                 continue
             if not executed[e.src.op_id].is_equal(executed[sink_id]):
                 continue
-            if a in gsucc[b] or reaches_avoiding_direct(a, b) or reaches_avoiding_direct(b, a):
+            if a in gsucc[b] or detour(gsucc, a, b) or detour(gsucc, b, a):
                 continue
             joined = joined_signs(a, b)
             if joined is None:
@@ -202,3 +188,18 @@ def order_members(sdg: SDG, members: list[int], same_point: Callable[[Edge], boo
             f"no schedule orders these ops: they depend on each other at the same point: {names}"
         )
     return order
+
+
+def detour(succ: dict[int, set[int]], a: int, b: int) -> bool:
+    """Is there a path a ⇝ b in `succ` (group representatives) through at least one other
+    group? Joining a and b would then put that group both after and before them."""
+    stack = [x for x in succ[a] if x not in (a, b)]
+    seen = set(stack)
+    while stack:
+        for y in succ[stack.pop()]:
+            if y == b:
+                return True
+            if y not in seen and y != a:
+                seen.add(y)
+                stack.append(y)
+    return False

@@ -28,7 +28,7 @@ from tempo.core.op_bounds import bind_bounds
 from tempo.core.ops_region import REGION_INPUT, Ref, RegionOp
 from tempo.core.sdg import SDG, Edge, TensorId
 from tempo.core.shape import Shape
-from tempo.schedule.grouping import is_basis, zero_distance_oracle
+from tempo.schedule.grouping import detour, is_basis, zero_distance_oracle
 
 NOT_FUSIBLE: tuple[type[Op], ...] = (
     ops.MergeOp, ops.UDFSourceOp, ops.SinkUDFOp, ops.MapUDFOp, ops.BarrierOp, ops.RandOp,
@@ -150,20 +150,6 @@ def find_regions(sdg: SDG, max_size: int) -> list[list[int]]:
     def members_of(i: int) -> list[int]:
         return members[find(i)]
 
-    def detour(a: int, b: int) -> bool:
-        """Is there a path a ⇝ b (group reps, reads that may be at distance 0) through
-        at least one other group?"""
-        stack = [x for x in succ[a] if x not in (a, b)]
-        seen = set(stack)
-        while stack:
-            for y in succ[stack.pop()]:
-                if y == b:
-                    return True
-                if y not in seen and y != a:
-                    seen.add(y)
-                    stack.append(y)
-        return False
-
     def joins(a: int, b: int, names: tuple[str, ...]) -> bool:
         ga, gb = set(members[a]), set(members[b])
         for m in members[a] + members[b]:  # a read of one by the other at another point
@@ -171,7 +157,7 @@ def find_regions(sdg: SDG, max_size: int) -> list[list[int]]:
                 if ((e.src.op_id in gb if m in ga else e.src.op_id in ga)
                         and not _joinable(sdg, e, ok)):
                     return False
-        if not (a in succ[b] or detour(a, b) or detour(b, a)):
+        if not (a in succ[b] or detour(succ, a, b) or detour(succ, b, a)):
             return True
 
         def dist(e: Edge) -> Interval:

@@ -46,3 +46,12 @@ def dynamic_shape(shape: Any) -> Callable[..., tuple[int, ...]]:
 
 def is_static(shape: Any) -> bool:
     return all(isinstance(d, int) for d in shape)
+
+
+def plain_key(v: Any) -> Any:
+    """A cache-key part with a plain `==` (index expressions overload `==` symbolically)."""
+    if v is None or isinstance(v, bool | int | float | str):
+        return v
+    if isinstance(v, tuple):
+        return tuple(plain_key(e) for e in v)
+    return (type(v).__name__, str(v))

@@ -134,7 +134,7 @@ def jit_shared(op: ops.Op, fn: Kernel, part: str = "", **jit_kw: Any) -> Kernel:
     per jitted function, so sharing keeps compilations to one per distinct (op parameters,
     input shapes) instead of one per op instance (the compile time was 3x the torch run).
     `part` names one of several functions a kernel compiles (e.g. a tiled op's steps)."""
-    params = tuple((f.name, _plain(getattr(op, f.name))) for f in dataclasses.fields(op)
+    params = tuple((f.name, c.plain_key(getattr(op, f.name))) for f in dataclasses.fields(op)
                    if f.name not in _NOT_PARAMS)
     key = (op.name, part, params, dtypes.default_float.name, dtypes.default_int.name,
            tuple(sorted(jit_kw.items())))
@@ -142,15 +142,6 @@ def jit_shared(op: ops.Op, fn: Kernel, part: str = "", **jit_kw: Any) -> Kernel:
     if j is None:
         j = _JITS[key] = jax.jit(fn, **jit_kw)
     return j
-
-
-def _plain(v: Any) -> Any:
-    """A key part with a plain `==` (index expressions overload `==` symbolically)."""
-    if v is None or isinstance(v, bool | int | float | str):
-        return v
-    if isinstance(v, tuple):
-        return tuple(_plain(e) for e in v)
-    return (type(v).__name__, str(v))
 
 
 DLBackend.register("jax", JaxBackend)
