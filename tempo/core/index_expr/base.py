@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import functools
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeAlias
 
@@ -25,7 +26,7 @@ class IndexExprZeroDivisionError(IndexExprError, ZeroDivisionError):
 # ----------------------------------------------------------------------------- base classes
 
 
-class IndexExpr:
+class IndexExpr(ABC):
     """Base of every index expression node: structural hashing, traversal and rewriting.
     Subclasses are frozen dataclasses whose node-valued fields are listed by `children`."""
 
@@ -103,9 +104,9 @@ class IndexExpr:
 
     # --- evaluation -----------------------------------------------------------------------
 
+    @abstractmethod
     def evaluate(self, values: Mapping[Symbol, int]) -> Any:
         """The value at `values` (missing symbols raise KeyError)."""
-        raise NotImplementedError
 
     def try_eval(self, values: Mapping[Symbol, int] | None = None) -> Any:
         """The value at `values`, or None when some symbol has no value."""
@@ -167,10 +168,10 @@ class IndexExpr:
 
     # --- code generation ------------------------------------------------------------------
 
+    @abstractmethod
     def to_py(self, names: Mapping[str, str] | None = None) -> str:
         """A Python expression computing this value over local variables.
         `names` maps a symbol name to the Python identifier holding it (default: the name)."""
-        raise NotImplementedError
 
     def to_isl(self) -> str:
         """isl syntax for this expression (quasi-affine only; raises NonAffineIndexExprError)."""

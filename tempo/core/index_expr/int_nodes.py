@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import builtins
 import functools
+from abc import abstractmethod
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -226,8 +227,9 @@ class _IntBinary(IntIndexValue):
     def children(self) -> tuple[IndexExpr, ...]:
         return (self.left_operand, self.right_operand)
 
+    @abstractmethod
     def _fn(self, a: Any, b: Any) -> Any:
-        raise NotImplementedError
+        """The Python operator this node applies."""
 
     def evaluate(self, values: Mapping[Symbol, int]) -> Any:
         return self._fn(self.left_operand.evaluate(values), self.right_operand.evaluate(values))
