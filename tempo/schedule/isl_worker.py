@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import select
 import signal
+import threading
 import warnings
 
 import islpy as isl
@@ -55,11 +56,16 @@ def compute_schedule(sc: isl.ScheduleConstraints) -> isl.Schedule:
                 break
             chunks.append(data)
     except BaseException:
-        os.kill(pid, signal.SIGKILL)
-        raise
-    finally:
+        # Ctrl-C (or any error) returns at once: the worker is killed and reaped in the
+        # background, since a child stuck in a page fault under memory pressure can take
+        # seconds to die and the user should not wait for it.
         os.close(r)
-        _, status = os.waitpid(pid, 0)
+        os.kill(pid, signal.SIGKILL)
+        threading.Thread(target=_reap, args=(pid,), daemon=True,
+                         name="isl-worker-reaper").start()
+        raise
+    os.close(r)
+    _, status = os.waitpid(pid, 0)
     if os.WIFSIGNALED(status):
         sig = signal.Signals(os.WTERMSIG(status)).name
         raise ScheduleError(f"isl's scheduler was stopped by {sig} before it finished (a CPU "
@@ -68,6 +74,13 @@ def compute_schedule(sc: isl.ScheduleConstraints) -> isl.Schedule:
     if not payload.startswith(b"OK"):
         raise IslScheduleError(payload[2:].decode(errors="replace") or "isl worker died")
     return isl.Schedule.read_from_str(sc.get_ctx(), payload[2:].decode())
+
+
+def _reap(pid: int) -> None:
+    try:
+        os.waitpid(pid, 0)
+    except ChildProcessError:  # already reaped elsewhere
+        pass
 
 
 def _schedule_text(text: str, ctx: isl.Context) -> isl.Schedule:

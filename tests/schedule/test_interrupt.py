@@ -38,8 +38,16 @@ def test_sigint_during_isl_schedule_raises_keyboard_interrupt(
         prog.ctx.compile(prog.bounds)
     assert sent, "the isl step finished before the signal was sent"
     assert time.perf_counter() - sent[0] < 2.0
-    with pytest.raises(ChildProcessError):  # the worker was killed and reaped
-        os.waitpid(-1, os.WNOHANG)
+    # The worker was killed; it is reaped in the background (within seconds even under load).
+    deadline = time.perf_counter() + 30.0
+    while time.perf_counter() < deadline:
+        try:
+            os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            break
+        time.sleep(0.05)
+    else:
+        pytest.fail("the isl worker was not reaped within 30 s")
 
 
 def test_worker_returns_the_schedule_isl_computes() -> None:

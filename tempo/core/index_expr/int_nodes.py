@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import builtins
 import functools
-from abc import abstractmethod
 import math
+from abc import abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
