@@ -24,11 +24,12 @@ from tempo.core.sdg import SDG
 def run(sdg: SDG, cfg: ExecutionConfig) -> SDG:
     batched: set[int] = set()
     dims = sdg.universe.variables
+    skip = _iteration_dim(sdg, dims)
     for d in reversed(dims):
         if d in sdg.loop_dims:
             continue  # its extent is decided at run time (a boolean bound)
-        if len(dims) > 1 and d == dims[0] and _iterates(sdg, d):
-            continue  # the iteration dim: see _iterates
+        if d == skip:
+            continue  # the iteration dim: see _iteration_dim
         size = sdg.bound_defs.get(d.as_bound())
         if isinstance(size, int) and not isinstance(size, bool) and size > 1:
             batched |= vectorize(sdg, plan(sdg, d, size, cfg), cfg.enable_dead_code_elim)
@@ -36,12 +37,25 @@ def run(sdg: SDG, cfg: ExecutionConfig) -> SDG:
     return sdg
 
 
+def _iteration_dim(sdg: SDG, dims: tuple[Symbol, ...]) -> Symbol | None:
+    """The program's iteration dim, which stays a loop (issue 10: "never the iteration
+    dim"): batching what does not feed its recurrence — the loss a sink logs, per-iteration
+    metrics — over it would keep every iteration's inputs alive until the last one and run
+    per-iteration sinks after the loop. It is the first dim if that one iterates, else the
+    outermost iterating dim when an inner one iterates too: in `(b, i, t)` that is `i`
+    (parameters over `i`, the episode over `t`), while the lone recurrent `t` of a `(b, t)`
+    program stays batchable for what reads it whole."""
+    if len(dims) < 2:
+        return None
+    iterating = [d for d in dims if _iterates(sdg, d)]
+    if dims[0] in iterating:
+        return dims[0]
+    return iterating[0] if len(iterating) >= 2 else None
+
+
 def _iterates(sdg: SDG, d: Symbol) -> bool:
     """Whether some op reads another point of `d` from an op over `d` (a recurrence, e.g.
-    parameters updated over `i`). The outermost such dim is the program's iteration dim: it
-    stays a loop (issue 10: "never the iteration dim"), because batching what does not feed
-    the recurrence — the loss a sink logs, per-iteration metrics — over it would keep every
-    iteration's inputs alive until the last one and run per-iteration sinks at the end."""
+    parameters updated over `i`)."""
     for i, op in sdg.ops.items():
         if d not in op.domain:
             continue
