@@ -8,8 +8,8 @@ import numpy as np
 
 from tempo.api import RecurrentTensor as RT
 from tempo.api import TempoContext
-from tempo.core.dtype import dtypes
 from tempo.core.configs import ExecutionConfig
+from tempo.core.dtype import dtypes
 
 
 def test_per_iteration_sink_runs_inside_the_iteration_loop() -> None:
