@@ -213,3 +213,35 @@ def test_batched_products_summed_become_matmuls(cfg: Any, backend: str) -> None:
     np.testing.assert_allclose(_np(res["gw"]), gs.T @ xs, rtol=1e-4, atol=1e-4)
     names = [op.name for op in flat_ops(exe.sdg.ops.values())]
     assert names.count("matmul") == 2 and "binary" not in names  # no mul left
+
+
+@pytest.mark.parametrize("backend", ("torch", "numpy"))
+@pytest.mark.parametrize("cols", (5, 130))
+def test_part_of_large_looping_points_is_taken_in_the_loop(cfg: Any, backend: str,
+                                                           cols: int) -> None:
+    """A reader keeping one column of each point of a recurrence (an env step's reward
+    in its packed output) is batched by gathering the recurrence's points when they are
+    small; when they are large (128 x 130 floats, 65 KiB) it keeps the loop and only the
+    columns are gathered — the same values either way."""
+    T = 6
+
+    def build(tT):  # noqa: ANN001, ANN202
+        t, _ = tT
+        s = RT.placeholder((128, cols), dtypes.float32, domain=(t,))
+        s[0] = RT.const(np.ones((128, cols), np.float32))
+        s[True] = s[t - 1] * 0.5 + RT.from_symbol(t).cast(dtypes.float32)
+        r = s.index(1, 0) * 2.0
+        return {"r": r, "total": r[0:T].sum(0)}
+
+    res, exe = run_once(_cfg(cfg, backend), 1, build, {0: T})
+    s = np.ones(128, np.float32)
+    rows = [s.copy()]
+    for k in range(1, T):
+        s = s * 0.5 + k
+        rows.append(s.copy())
+    want = 2 * np.stack(rows)
+    np.testing.assert_allclose(_np(res["r"]), want, rtol=1e-6)
+    np.testing.assert_allclose(_np(res["total"]), want.sum(0), rtol=1e-6)
+    looping = _looping(exe.sdg, "d0")
+    taken = [x for x in looping if x.startswith(("slice", "index"))]
+    assert bool(taken) == (cols == 130), looping

@@ -13,6 +13,11 @@ An op can run once over all `D` points of `d` when:
   A component is batched whole or not at all: half a cycle batched and half looping would
   need all `D` points of each half before the other at the same point of the cycle.
 
+An op that keeps a small part of each point of a producer that keeps its loop (the reward
+column of an env step's packed output) stays in the loop when the producer's points are
+large (`GATHER_POINT_BYTES`): batched, it would gather all `D` whole points — keeping
+them alive until the gather and copying them — to use a part of each.
+
 Groups are the connected sets of such ops; a group of fewer than
 `reject_vec_groups_smaller_than` ops, or whose share of reads from tensors that keep
 their loop over `d` (each becomes a gather of all `D` points) exceeds
@@ -27,9 +32,18 @@ from tempo.compiler.passes.vectorize_pieces import Pieces, plan_pieces
 from tempo.compiler.passes.vectorize_rules import Batching, batch_op
 from tempo.core import ops
 from tempo.core.configs import ExecutionConfig
+from tempo.core.dtype import DataType
 from tempo.core.index_expr import IndexExpr, Slice, Symbol
 from tempo.core.sdg import SDG, Edge, TensorId
+from tempo.core.shape import Shape
 from tempo.schedule.loop_tree import strongly_connected
+
+# A point of a looping producer at least this large is not gathered (stacked over `d`)
+# for an op that keeps at most half of it: the stack copies the whole point to save one
+# kernel call per point, and a call (about 5 us with its dispatch) costs about as much as
+# copying 64 KiB on this class of machine; the gather also keeps all `D` points alive
+# until the batched op runs (E6: 128 env steps of 3 MiB stacked to read a reward each).
+GATHER_POINT_BYTES = 64 << 10
 
 
 @dataclass
@@ -166,8 +180,36 @@ def plan(sdg: SDG, d: Symbol, size: int, cfg: ExecutionConfig) -> Plan:
             continue  # batched whole or not at all
         found.update({i: c for i, c in got.items() if c is not None})
         scc_of.update({i: scc for i in scc} if cyclic else {})
+    _drop_shrinking_gathers(sdg, d, found, scc_of)
     _drop_partial_gathers(sdg, d, over, found, scc_of)
     return _groups(sdg, d, size, found, cfg)
+
+
+def _nbytes(shape: Shape, dtype: DataType) -> int | None:
+    if not shape.is_static():
+        return None
+    return int(shape.as_static().prod()) * dtype.repr_bytes
+
+
+def _drop_shrinking_gathers(sdg: SDG, d: Symbol,
+                            found: dict[int, tuple[Batching, Pieces | None, list[Read]]],
+                            scc_of: dict[int, list[int]]) -> None:
+    """Candidates that would gather large points of a looping producer to keep at most
+    half of each (see GATHER_POINT_BYTES) keep their loop."""
+    for i in list(found):
+        if i not in found or found[i][1] is not None:
+            continue
+        infos = [sdg.tensors[TensorId(i, k)] for k in range(sdg.ops[i].num_outputs)]
+        out = sum(_nbytes(x.shape, x.dtype) or 1 << 62 for x in infos)
+        for e, r in zip(sdg.in_edges[i], found[i][2]):
+            s = e.src.op_id
+            if not r.batched or s in found or d not in sdg.ops[s].domain:
+                continue  # not a gather
+            n = _nbytes(sdg.read_shape(e), sdg.tensors[e.src].dtype)
+            if n is not None and n >= GATHER_POINT_BYTES and 2 * out <= n:
+                for j in scc_of.get(i, [i]):
+                    found.pop(j, None)
+                break
 
 
 def _partial(sdg: SDG, d: Symbol, over: list[int]) -> set[int]:
