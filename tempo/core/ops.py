@@ -29,7 +29,7 @@ from tempo.core.op_sources import (  # noqa: F401 - the catalogue is one namespa
 )
 from tempo.core.ops_fused import AttentionOp, NormOp, SoftmaxOp  # noqa: F401 - one namespace
 from tempo.core.ops_region import RegionOp  # noqa: F401 - one namespace
-from tempo.core.ops_tiled import TiledAttentionOp  # noqa: F401 - one namespace
+from tempo.core.ops_tiled import TiledAttentionOp, TiledReduceOp  # noqa: F401 - one namespace
 from tempo.core.shape import Shape
 
 
@@ -490,6 +490,6 @@ ALL_OPS: tuple[type[Op], ...] = (
     ExpandOp, SliceOp, PadOp, CatOp, FlipOp, IndexSelectOp, GatherOp, ScatterAddOp, IndexAddOp,
     UnaryOp, BinaryOp, WhereOp, CastOp, SumOp, MaxOp, CumsumOp, SortOp, MatMulOp, ConvOp,
     SinkUDFOp, MapUDFOp, BarrierOp, SoftmaxOp, NormOp, AttentionOp, TiledAttentionOp,
-    RegionOp,
+    TiledReduceOp, RegionOp,
 )
 """Every primitive; each has all its rules in `tempo.prims` (tests/prims checks)."""

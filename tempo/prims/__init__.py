@@ -32,8 +32,9 @@ Families: `sources` (const, fill, rand, eval_symbol), `movement` (ident, reshape
 permute, expand, slice, pad, cat, flip), `indexing` (index_select, gather, scatter_add,
 index_add), `elementwise` (unary, binary, where, cast), `reduce` (sum, max, cumsum, sort),
 `linalg` (matmul, conv), `fused` (softmax, norm), `attention`, `tiled` (attention over
-static blocks), `udf` (udf_source, map_udf, sink_udf), `control` (merge, barrier),
-`region` (a fused region, built by the grouping pass).
+static blocks), `tiled_reduce` (sums and maxima over static blocks), `udf` (udf_source,
+map_udf, sink_udf), `control` (merge, barrier), `region` (a fused region, built by the
+grouping pass).
 """
 
 from tempo.prims import (  # noqa: F401 - importing a family registers its primitives
@@ -48,6 +49,7 @@ from tempo.prims import (  # noqa: F401 - importing a family registers its primi
     region,
     sources,
     tiled,
+    tiled_reduce,
     udf,
 )
 from tempo.prims.define import DEFINED, primitive

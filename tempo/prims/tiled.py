@@ -38,38 +38,69 @@ def _cost(op: ops.TiledAttentionOp, ins: Any, outs: Any) -> Cost:
     return Cost(rows * s * (2 * (dh + dv) + 5), traffic(ins, outs))
 
 
+# ---------------------------------------------------------------- masks
+def _masker(op: ops.TiledAttentionOp, xp: Any) -> Any:
+    """`apply(scores, mask_block)`: the user's mask on one block of scores laid out as
+    `score_shape + (n,)` (identity without a mask); `xp` is torch, jnp or np."""
+    ss, at, msh, pm = op.score_shape, op.mask_at, op.mask_shape, op.perm_m
+    kind, mscale = op.mask, op.mask_scale
+
+    def apply(sc: Any, mb: Any) -> Any:
+        if not kind:
+            return sc
+        n = sc.shape[-1]
+        m = xp.permute(mb, pm) if hasattr(xp, "permute") else xp.transpose(mb, pm)
+        m = m.reshape(msh + (n,))
+        x = sc.reshape(at + (n,))
+        if kind == "add":
+            x = x + m * mscale
+        else:
+            x = xp.where(m if kind == "keep" else ~m, x, -xp.inf)
+        return x.reshape(ss + (n,))
+
+    return apply
+
+
+def _safe(xp: Any, m: Any) -> Any:
+    """A running max usable as an exponent's offset: -inf (every key so far masked) as 0."""
+    return xp.where(xp.isneginf(m), 0.0, m)
+
+
 # ---------------------------------------------------------------- torch
 def _torch(op: ops.TiledAttentionOp, be: Any) -> Kernel:
     import torch
 
     pk, pv, scale = op.perm_k, op.perm_v, op.scale
     ss, ps, out_shape = op.score_shape, op.prob_shape, op.out_shape
+    masked, apply = bool(op.mask), _masker(op, torch)
 
-    def run(q: Any, kbs: Blocks, vbs: Blocks) -> Any:
+    def run(q: Any, kbs: Blocks, vbs: Blocks, mbs: Blocks | None = None) -> Any:
         q = q * scale  # scaling the queries is cheaper than scaling every block's scores
+        mbs = mbs or [(None, 0, 0)] * len(kbs)
         if len(kbs) == 1:  # one block (a window, or a short history): the fused softmax
-            (kb, s, e), (vb, _, _) = kbs[0], vbs[0]
-            sc = (q @ kb[s:e].permute(pk)).reshape(ss + (e - s,))
+            (kb, s, e), (vb, _, _), (mb, _, _) = kbs[0], vbs[0], mbs[0]
+            sc = apply((q @ kb[s:e].permute(pk)).reshape(ss + (e - s,)),
+                       None if mb is None else mb[s:e])
             p = torch.softmax(sc, -1).reshape(ps + (e - s,))
             return (p @ vb[s:e].permute(pv)).reshape(out_shape)
         m: Any = None
         l: Any = None
         o: Any = None
-        for (kb, s, e), (vb, _, _) in zip(kbs, vbs):
+        for (kb, s, e), (vb, _, _), (mb, _, _) in zip(kbs, vbs, mbs):
             n = e - s
-            sc = (q @ kb[s:e].permute(pk)).reshape(ss + (n,))
+            sc = apply((q @ kb[s:e].permute(pk)).reshape(ss + (n,)),
+                       None if mb is None else mb[s:e])
             bm = sc.amax(-1, keepdim=True)
+            m_new = bm if m is None else torch.maximum(m, bm)
+            off = _safe(torch, m_new) if masked else m_new
+            p = torch.exp(sc - off)
+            pvb = p.reshape(ps + (n,)) @ vb[s:e].permute(pv)
             if m is None:
-                m = bm
-                p = torch.exp(sc - m)
-                l = p.sum(-1, keepdim=True)
-                o = p.reshape(ps + (n,)) @ vb[s:e].permute(pv)
-                continue
-            m_new = torch.maximum(m, bm)
-            alpha = torch.exp(m - m_new)
-            p = torch.exp(sc - m_new)
-            l = l * alpha + p.sum(-1, keepdim=True)
-            o = o * alpha.reshape(ps + (1,)) + p.reshape(ps + (n,)) @ vb[s:e].permute(pv)
+                l, o = p.sum(-1, keepdim=True), pvb
+            else:
+                alpha = torch.exp(m - off)
+                l = l * alpha + p.sum(-1, keepdim=True)
+                o = o * alpha.reshape(ps + (1,)) + pvb
             m = m_new
         if o is None:  # an empty range: no keys, the output of an empty matmul
             return torch.zeros(out_shape, dtype=q.dtype, device=q.device)
@@ -84,16 +115,19 @@ def _masked_step(xp: Any, op: ops.TiledAttentionOp) -> Any:
     np (jax traces it once per block shape)."""
     pk, pv, scale = op.perm_k, op.perm_v, op.scale
     ss, ps = op.score_shape, op.prob_shape
+    apply = _masker(op, xp)
 
-    def step(q: Any, kb: Any, vb: Any, s: Any, e: Any, m: Any, l: Any, o: Any) -> Any:
+    def step(q: Any, kb: Any, vb: Any, mb: Any, s: Any, e: Any, m: Any, l: Any, o: Any
+             ) -> Any:
         u = kb.shape[0]
         pos = xp.arange(u)
         valid = (pos >= s) & (pos < e)
         sc = (q @ xp.transpose(kb, pk)).reshape(ss + (u,)) * xp.asarray(scale, q.dtype)
-        sc = xp.where(valid, sc, -xp.inf)
+        sc = xp.where(valid, apply(sc, mb), -xp.inf)
         m_new = xp.maximum(m, sc.max(-1, keepdims=True))
-        alpha = xp.exp(m - m_new)
-        p = xp.exp(sc - m_new)
+        off = _safe(xp, m_new)
+        alpha = xp.exp(m - off)
+        p = xp.exp(sc - off)
         vmask = valid.reshape((u,) + (1,) * (vb.ndim - 1))
         vb = xp.where(vmask, vb, xp.zeros((), vb.dtype))  # padding may hold inf/nan
         l = l * alpha + p.sum(-1, keepdims=True)
@@ -109,23 +143,24 @@ def _online(op: ops.TiledAttentionOp, xp: Any, jit: Any) -> Kernel:
     ss, ps, out_shape = op.score_shape, op.prob_shape, op.out_shape
     step = _masked_step(xp, op)
 
-    def first(q: Any, kb: Any, vb: Any, s: Any, e: Any) -> Any:
+    def first(q: Any, kb: Any, vb: Any, mb: Any, s: Any, e: Any) -> Any:
         dt = q.dtype
-        return step(q, kb, vb, s, e, xp.full(ss + (1,), -xp.inf, dt), xp.zeros(ss + (1,), dt),
-                    xp.zeros(out_shape, dt))
+        return step(q, kb, vb, mb, s, e, xp.full(ss + (1,), -xp.inf, dt),
+                    xp.zeros(ss + (1,), dt), xp.zeros(out_shape, dt))
 
     def finish(o: Any, l: Any) -> Any:
         return o / l.reshape(ps + (1,))
 
     first_j, step_j, finish_j = jit(first, "first"), jit(step, "step"), jit(finish, "finish")
 
-    def run(q: Any, kbs: Blocks, vbs: Blocks) -> Any:
+    def run(q: Any, kbs: Blocks, vbs: Blocks, mbs: Blocks | None = None) -> Any:
         if not kbs:  # an empty range: no keys, the output of an empty matmul
             return xp.zeros(out_shape, q.dtype)
-        (kb, s, e), (vb, _, _) = kbs[0], vbs[0]
-        m, l, o = first_j(q, kb, vb, s, e)
-        for (kb, s, e), (vb, _, _) in zip(kbs[1:], vbs[1:]):
-            m, l, o = step_j(q, kb, vb, s, e, m, l, o)
+        mbs = mbs or [(None, 0, 0)] * len(kbs)
+        (kb, s, e), (vb, _, _), (mb, _, _) = kbs[0], vbs[0], mbs[0]
+        m, l, o = first_j(q, kb, vb, mb, s, e)
+        for (kb, s, e), (vb, _, _), (mb, _, _) in zip(kbs[1:], vbs[1:], mbs[1:]):
+            m, l, o = step_j(q, kb, vb, mb, s, e, m, l, o)
         return finish_j(o, l)
 
     return run

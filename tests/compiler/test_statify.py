@@ -32,8 +32,9 @@ SCALE = 1.0 / math.sqrt(DH)
 def _src(a: np.ndarray, t: Any, shape: tuple[int, ...]) -> RT:
     data = torch.from_numpy(a)
     n = data.shape[0]  # a longer decode cycles through the data
+    dt = dtypes.bool_ if a.dtype == np.bool_ else dtypes.float32
     return RT.source_with_ts_udf(lambda ts: data[ts[t] % n].reshape(shape), shape,
-                                 dtypes.float32, domain=(t,))
+                                 dt, domain=(t,))
 
 
 def _attention(q: RT, k: RT, v: RT, t: Any, window: int | None, sdpa: bool = False) -> RT:
@@ -163,3 +164,58 @@ def test_gradients_through_attention_with_statify_on(window: int | None, sdpa: b
     for w, ref in zip((wq, wk, wv), tw):
         torch.testing.assert_close(exe.get_spatial_tensor_torch(w.grad.tensor_id), ref.grad,
                                    rtol=1e-4, atol=1e-5)
+
+
+BIAS = RNG.standard_normal((T_,)).astype(np.float32)
+KEEP = RNG.random(T_) > 0.4
+KEEP[0], KEEP[5:8] = True, False  # whole blocks masked out (U=1, 3)
+
+
+def _masked_attention(q: RT, k: RT, v: RT, t: Any, form: str) -> RT:
+    bias, keep = _src(BIAS, t, ()), _src(KEEP, t, ())
+    if form == "sdpa-keep":  # the attention primitive with a boolean mask over the keys
+        return tpo.scaled_dot_product_attention(q, k[0: t + 1].permute((1, 0, 2)),
+                                                v[0: t + 1].permute((1, 0, 2)),
+                                                attn_mask=keep[0: t + 1],
+                                                scale=SCALE).reshape((H, DH))
+    scores = (q @ k[0: t + 1].permute((1, 2, 0))) * SCALE          # (H, S)
+    if form == "add":
+        scores = scores + bias[0: t + 1]
+    else:  # "drop": masked where the negated mask holds
+        scores = (~keep[0: t + 1]).where(float("-inf"), scores)
+    return scores.softmax(-1).unsqueeze(-2) @ v[0: t + 1].permute((1, 0, 2))
+
+
+@pytest.mark.parametrize("backend", ["torch", "jax", "numpy"])
+@pytest.mark.parametrize("U", [1, 3, 16])
+@pytest.mark.parametrize("form", ["add", "drop", "sdpa-keep"])
+def test_masked_attention_is_tiled_and_matches_torch(backend: str, U: int, form: str,
+                                                     tmp_path: Any) -> None:
+    """A user mask read over the same growing range (an additive bias, a boolean mask as
+    `where`, the primitive's `attn_mask`) is tiled with the keys: blocks it masks whole
+    contribute nothing."""
+    ctx = TempoContext(_cfg(tmp_path, backend, True, U), num_dims=1)
+    ((t, T),) = ctx.variables_and_bounds
+    got: list[torch.Tensor] = []
+    with ctx:
+        q = _src(Q, t, (H, 1, DH))
+        k, v = _src(K, t, (H, DH)), _src(V, t, (H, DH))
+        _masked_attention(q, k, v, t, form).sink_udf(
+            lambda x: got.append(torch.from_dlpack(np.asarray(x) if not isinstance(
+                x, torch.Tensor) else x).clone()))
+    exe = ctx.compile({T: T_})
+    exe.execute()
+    tiled = [op for op in flat_ops(exe.sdg.ops.values()) if isinstance(op, ops.TiledAttentionOp)]
+    assert len(tiled) == 1 and tiled[0].mask
+    want = []
+    for i in range(T_):
+        s = torch.einsum("hd,shd->hs", torch.from_numpy(Q[i]), torch.from_numpy(K[: i + 1]))
+        s = s * SCALE
+        if form == "add":
+            s = s + torch.from_numpy(BIAS[: i + 1])
+        else:
+            s = s.masked_fill(~torch.from_numpy(KEEP[: i + 1]), float("-inf"))
+        want.append(torch.einsum("hs,shd->hd", torch.softmax(s, -1),
+                                 torch.from_numpy(V[: i + 1])))
+    torch.testing.assert_close(torch.stack(got).reshape(T_, H, DH), torch.stack(want),
+                               rtol=1e-5, atol=1e-6)

@@ -33,10 +33,11 @@ from tempo.schedule.grouping import detour, is_basis, zero_distance_oracle
 NOT_FUSIBLE: tuple[type[Op], ...] = (
     ops.MergeOp, ops.UDFSourceOp, ops.SinkUDFOp, ops.MapUDFOp, ops.BarrierOp, ops.RandOp,
     ops.EvalSymbolOp, ops.ConstOp, ops.FillOp, RegionOp, ops.TiledAttentionOp,
+    ops.TiledReduceOp,
 )
 """Ops a region never holds: effects and RNG order stay in the schedule, sources are inputs
 (a constant baked into a compiled region would be recompiled with it), recurrences choose
-a branch per point, and tiled attention takes its keys and values as store blocks (views
+a branch per point, and tiled ops take their ranges as store blocks (views
 handed over by the store, not values a region passes between members)."""
 
 

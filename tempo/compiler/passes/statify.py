@@ -25,11 +25,13 @@ recomputes the probabilities from q, k and v: its forward is tiled in training t
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from tempo.compiler.passes import statify_reduce
 from tempo.core import ops
 from tempo.core.configs import ExecutionConfig
+from tempo.core.dtype import dtypes
 from tempo.core.index_expr import IndexExpr, IndexSequence, Slice
 from tempo.core.sdg import SDG, Edge, TensorId
 
@@ -46,6 +48,7 @@ def run(sdg: SDG, cfg: ExecutionConfig) -> SDG:
             m = _match_sdpa(sdg, op, variables)
         if m is not None:
             _rewrite(sdg, op, m, cfg.inc_statify_block_size)
+    statify_reduce.run(sdg, cfg.inc_statify_block_size, variables)
     return sdg
 
 
@@ -60,6 +63,21 @@ class _Match:
     prob_shape: tuple[int, ...]
     scale: float
     chain: list[int]  # the ops the tiled op replaces (the final matmul excluded)
+    mask: _Mask | None = None
+
+
+@dataclass
+class _Mask:
+    """A user mask over the same range: its read, how its blocks are laid out against the
+    scores (see `ops.TiledAttentionOp`), and the ops between the read and the mask op."""
+
+    kind: str
+    read: Edge
+    perm: tuple[int, ...]
+    shape: tuple[int, ...]
+    at: tuple[int, ...] = ()
+    scale: float = 1.0
+    chain: list[int] = field(default_factory=list)
 
 
 def _only_reader(sdg: SDG, tid: TensorId, sink: int) -> bool:
@@ -130,6 +148,7 @@ def _match(sdg: SDG, mm2: ops.MatMulOp, variables: set[str]) -> _Match | None:
         return None
     # back from the probabilities to the softmax, through reshapes keeping the keys last
     e, scale, score_shape, soft = p_edge, 1.0, None, None
+    mask: _Mask | None = None
     while True:
         if not _only_reader(sdg, e.src, e.sink):
             return None
@@ -157,6 +176,13 @@ def _match(sdg: SDG, mm2: ops.MatMulOp, variables: set[str]) -> _Match | None:
                 scale, e = scale * c_a, b
             else:
                 return None
+        elif soft is not None and mask is None and isinstance(op, ops.BinaryOp | ops.WhereOp) and (
+                (mk := _mask_op(sdg, op, variables)) is not None):
+            mask, e = mk
+            at = _static(shape[:-1])
+            if at is None or not _same(shape[-1], key_len):
+                return None
+            mask.at, mask.scale = at, scale
         elif soft is not None and isinstance(op, ops.MatMulOp):
             chain.pop()  # the scores' matmul: checked below
             break
@@ -178,8 +204,12 @@ def _match(sdg: SDG, mm2: ops.MatMulOp, variables: set[str]) -> _Match | None:
             sdg.tensors[k_read.src].dtype != sdg.tensors[v_read.src].dtype):
         return None
     chain.append(pk.op_id)
+    if mask is not None:
+        if str(mask.read.expr) != str(k_read.expr):
+            return None
+        chain += mask.chain
     return _Match(q_edge, k_read, v_read, pk.dims, pv.dims, score_shape, prob_shape, scale,
-                  chain)
+                  chain, mask)
 
 
 def _sdpa_operand(sdg: SDG, e: Edge, sink: int, variables: set[str]
@@ -202,9 +232,16 @@ def _sdpa_operand(sdg: SDG, e: Edge, sink: int, variables: set[str]
 def _match_sdpa(sdg: SDG, att: ops.AttentionOp, variables: set[str]) -> _Match | None:
     """The attention primitive (no mask: a causal or explicit mask is over L x S) whose
     keys and values are (permuted) reads of one dynamic range."""
-    if att.causal or att.masked:
+    if att.causal:
         return None
     q, k, v = (_input(sdg, att.op_id, i) for i in range(3))
+    mask = None
+    if att.masked:
+        m_edge = _input(sdg, att.op_id, 3)
+        bool_mask = dtypes.is_bool(sdg.tensors[m_edge.src].dtype)
+        mask = _mask_operand(sdg, m_edge, variables, "keep" if bool_mask else "add")
+        if mask is None:
+            return None
     ks, vs = _sdpa_operand(sdg, k, att.op_id, variables), _sdpa_operand(
         sdg, v, att.op_id, variables)
     if q.cond is not None or ks is None or vs is None or str(ks[0].expr) != str(vs[0].expr):
@@ -218,7 +255,11 @@ def _match_sdpa(sdg: SDG, att: ops.AttentionOp, variables: set[str]) -> _Match |
     perm_k = (*dk[:-2], dk[-1], dk[-2])  # k^T: the keys last
     chain = [e.src.op_id for e in (k, v) if e.src.op_id not in (k_read.src.op_id,
                                                                 v_read.src.op_id)]
-    return _Match(q, k_read, v_read, perm_k, dv, rows, rows, att.scale, chain)
+    if mask is not None:
+        if str(mask.read.expr) != str(k_read.expr):
+            return None
+        mask.at, chain = rows, chain + mask.chain
+    return _Match(q, k_read, v_read, perm_k, dv, rows, rows, att.scale, chain, mask)
 
 
 def _rewrite(sdg: SDG, mm2: ops.Op, m: _Match, block: int) -> None:
@@ -230,9 +271,11 @@ def _rewrite(sdg: SDG, mm2: ops.Op, m: _Match, block: int) -> None:
     tiled = ops.TiledAttentionOp(
         op_id=sdg.new_id(), domain=mm2.domain, site=mm2.site, perm_k=m.perm_k,
         perm_v=m.perm_v, score_shape=m.score_shape, prob_shape=m.prob_shape, scale=m.scale,
-        out_shape=out, block=block)
+        out_shape=out, block=block, **_mask_params(m.mask))
     reads: list[tuple[TensorId, IndexSequence]] = [
         (m.q.src, m.q.expr), (m.k.src, m.k.expr), (m.v.src, m.v.expr)]
+    if m.mask is not None:
+        reads.append((m.mask.read.src, m.mask.read.expr))
     sdg.add_inferred(tiled, reads)
     new = TensorId(tiled.op_id, 0)
     sdg.replace_all_uses(TensorId(mm2.op_id, 0), new)
@@ -242,3 +285,67 @@ def _rewrite(sdg: SDG, mm2: ops.Op, m: _Match, block: int) -> None:
         sdg.remove_ops(unread)
         unread = [i for i in m.chain if i in sdg.ops and not sdg.out_edges.get(i)
                   and not sdg.is_kept(i)]
+
+
+# ---------------------------------------------------------------- masks
+def _mask_params(mask: _Mask | None) -> dict[str, Any]:
+    if mask is None:
+        return {}
+    return {"mask": mask.kind, "perm_m": mask.perm, "mask_shape": mask.shape,
+            "mask_at": mask.at, "mask_scale": mask.scale}
+
+
+def _neg_inf(sdg: SDG, e: Edge) -> bool:
+    c = _scalar_const(sdg, e)
+    return c is not None and c == float("-inf")
+
+
+def _mask_op(sdg: SDG, op: ops.Op, variables: set[str]) -> tuple[_Mask, Edge] | None:
+    """A mask applied to the scores: `scores + M` (either order), `where(M, scores, -inf)`
+    or `where(M, -inf, scores)`, M from a read of a growing range; (the mask, the edge the
+    scores come in by)."""
+    ins = sdg.in_edges[op.op_id]
+    if isinstance(op, ops.BinaryOp) and op.fn == "add":
+        for m_e, s_e in ((ins[1], ins[0]), (ins[0], ins[1])):
+            mk = _mask_operand(sdg, m_e, variables, "add")
+            if mk is not None and dtypes.is_float(sdg.tensors[m_e.src].dtype):
+                return mk, s_e
+        return None
+    if isinstance(op, ops.WhereOp):
+        c, a, b = (_input(sdg, op.op_id, i) for i in range(3))
+        kind, s_e = ("keep", a) if _neg_inf(sdg, b) else ("drop", b) if _neg_inf(sdg, a) else (
+            "", a)
+        mk = _mask_operand(sdg, c, variables, kind) if kind else None
+        return None if mk is None else (mk, s_e)
+    return None
+
+
+def _mask_operand(sdg: SDG, e: Edge, variables: set[str], kind: str) -> _Mask | None:
+    """The mask operand `e`: a read of a growing range `M[lo:hi]` (its range last after
+    an optional permute, then reshapes; a boolean one maybe negated), its other dims
+    static."""
+    shape = _static(tuple(sdg.read_shape(e))[:-1])
+    chain: list[int] = []
+    perm: tuple[int, ...] | None = None
+    cur = e
+    while shape is not None:
+        sl = [m for m in cur.expr if isinstance(m, Slice)]
+        if cur.cond is None and len(sl) == 1 and (
+                {x.name for x in sl[0].length().simplify().vars_used()} & variables):
+            n = len(tuple(sdg.read_shape(cur)))
+            perm = perm if perm is not None else tuple(range(n))
+            if perm[-1] != 0 or _static(tuple(sdg.read_shape(cur))[1:]) is None:
+                return None
+            return _Mask(kind, cur, perm, shape, chain=chain)
+        op = sdg.ops[cur.src.op_id]
+        negate = isinstance(op, ops.UnaryOp) and op.fn == "not" and kind != "add"
+        if not (_only_reader(sdg, cur.src, cur.sink) and (negate or isinstance(
+                op, ops.ReshapeOp | ops.PermuteOp))) or perm is not None:
+            return None
+        if negate:
+            kind = "drop" if kind == "keep" else "keep"
+        elif isinstance(op, ops.PermuteOp):
+            perm = op.dims
+        chain.append(op.op_id)
+        cur = _input(sdg, op.op_id, 0)
+    return None
