@@ -29,9 +29,11 @@ class Pass:
     name: str
     run: PassFn
     flag: str | None = None
+    also: tuple[str, ...] = ()  # further flags that must all be on as well
 
     def enabled(self, cfg: ExecutionConfig) -> bool:
-        return self.flag is None or bool(getattr(cfg, self.flag))
+        flags = ((self.flag,) if self.flag else ()) + self.also
+        return all(bool(getattr(cfg, f)) for f in flags)
 
 
 class PassManager:

@@ -39,7 +39,8 @@ CLEANUP: tuple[Pass, ...] = (  # dead-code elimination last: it sweeps what the 
 VECTORIZE = Pass("vectorize", vectorize.run, "enable_vectorization")
 STATIFY = Pass("statify", statify.run, "enable_statifying_incrementalization")
 INCREMENTALIZE = Pass("incrementalize", incrementalize.run, "enable_incrementalization")
-GROUPING = Pass("grouping", grouping.run, "enable_dataflow_grouping")  # fused regions
+GROUPING = Pass("grouping", grouping.run, "enable_dataflow_grouping",  # fused regions
+                also=("enable_fusion",))
 STORAGE = Pass("storage", storage.run)  # block stores only where the config allows them
 
 

@@ -153,6 +153,8 @@ FIELDS: dict[str, FieldSupport] = {
     **_entries(_I, "switches the grouping pass: connected ops over one domain that read each "
                "other point to point run as one fused region (one call, intermediates never "
                "stored)", "enable_dataflow_grouping"),
+    **_entries(_I, "fused regions on or off: False skips the grouping pass whatever "
+               "enable_dataflow_grouping says", "enable_fusion"),
     **_entries(_I, "regions have at least this many ops (and always two)",
                "min_dataflow_group_size"),
     **_entries(_I, "regions have at most this many ops", "max_dataflow_group_size"),

@@ -92,7 +92,9 @@ class ExecutionConfig:
     inc_statify_block_size: int = 256
     enable_fold_pads_into_storage: bool = True
     enable_pad_mask_removal: bool = True
-    # Dataflow grouping / codegen
+    # Dataflow grouping / codegen (`enable_fusion`: the one switch for fused regions, with
+    # the grouping pass's own flag; not in the original's config, named by issue 10)
+    enable_fusion: bool = True
     enable_dataflow_grouping: bool = True
     enable_conservative_grouping: bool = False
     min_dataflow_group_size: int = 1

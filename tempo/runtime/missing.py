@@ -38,7 +38,7 @@ def removed_error(recorded: SDG | None, cfg: ExecutionConfig, tid: TensorId
                "region, which never stores it). To read it, compile with "
                "ExecutionConfig.test_cfg() (every optimisation off), or turn off "
                "enable_duplicate_code_elim, enable_algebraic_optimizer and "
-               "enable_dataflow_grouping")
+               "enable_fusion")
     return TensorNotAvailableError(f"{name} {why}", site=op.site)
 
 

@@ -112,6 +112,7 @@ def test_no_region_waits_on_itself(tmp_path: Any) -> None:
 def test_flags_switch_compilation_codegen_and_sizes(tmp_path: Any) -> None:
     want = rnn_and_return_eager()
     runs = {"plain": {}, "eager": {"enable_group_fusions": False},
+            "fusion off": {"enable_fusion": False},
             "interpreted": {"enable_codegen_dataflows": False},
             "pairs": {"max_dataflow_group_size": 2}, "none": {"min_dataflow_group_size": 1000}}
     found = {}
@@ -124,7 +125,7 @@ def test_flags_switch_compilation_codegen_and_sizes(tmp_path: Any) -> None:
     assert found["eager"] and not any(r.compiled for r in found["eager"])
     assert found["interpreted"] and not any(r.generated for r in found["interpreted"])
     assert found["pairs"] and all(len(r.body) == 2 for r in found["pairs"])
-    assert not found["none"]
+    assert not found["none"] and not found["fusion off"]
 
 
 def test_equal_regions_share_one_compiled_body(tmp_path: Any) -> None:

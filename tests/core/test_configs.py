@@ -50,6 +50,9 @@ DEFAULTS = {
     "enable_parallel_block_detection": False, "torch_pinned_prealloc_size_bytes": 0,
     "torch_pinned_memory_enabled": True, "M": 20_000, "device_memory_cap_bytes": None,
 }
+# Fields beyond API §4.2, each named by an issue: adding one is allowed, renaming or
+# dropping an API field is not.
+EXTENSIONS = {"enable_fusion": True}
 
 
 @pytest.fixture(autouse=True)
@@ -62,8 +65,8 @@ def _restore_default_int():
 def test_every_field_and_default() -> None:
     cfg = ExecutionConfig()
     names = {f.name for f in dataclasses.fields(ExecutionConfig)}
-    assert names == set(DEFAULTS) | {"path"}
-    for name, want in DEFAULTS.items():
+    assert names == set(DEFAULTS) | set(EXTENSIONS) | {"path"}
+    for name, want in {**DEFAULTS, **EXTENSIONS}.items():
         assert getattr(cfg, name) == want, name
     assert cfg.path == get_default_path()
     assert get_default_path().startswith("./runs/") and get_default_path().endswith("/")
