@@ -103,14 +103,17 @@ FIELDS: dict[str, FieldSupport] = {
     **_entries(_I, "the schedule offloads points idle between the stage that makes them and "
                "a later stage that reads them to a host pool and fetches them before the "
                "read; under device_memory_cap_bytes the runtime also offloads the least "
-               "recently stored points rather than fail (point stores only)", "enable_swap"),
+               "recently stored points and complete blocks of block stores rather than fail (window "
+               "stores are never swapped); under a cap a block store's blocks hold at most "
+               "a 32nd of the cap", "enable_swap"),
     **_entries(_I, "points smaller than this are never swapped", "swap_bytes_min"),
     **_entries(_I, "the schedule prefetches a swapped point this many iterations of the "
                "reader's loop before its read (0: fetched at the read)",
                "runtime_tensor_prefetch_amount_point"),
     **_entries(_I, "host copies of swapped points are pinned on a GPU (False: pageable, "
                "copied synchronously); no effect on the CPU", "torch_pinned_memory_enabled"),
-    **_entries(_U, "block and window stores are never swapped (only point stores)",
+    **_entries(_I, "the schedule prefetches a swapped block this many iterations of the "
+               "reader's loop before its read (0: fetched at the read)",
                "runtime_tensor_prefetch_amount_block"),
     **_entries(_U, "pinned host copies are allocated per swapped point, not from a "
                "preallocated pool", "torch_pinned_prealloc_size_bytes"),

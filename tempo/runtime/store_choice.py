@@ -25,11 +25,13 @@ FORCE_CIRCULAR = False
 
 @dataclass(frozen=True)
 class StoreKind:
-    """`kind` is "block" (size = points per block) or "circular" (size = window)."""
+    """`kind` is "block" (size = points per block) or "circular" (size = window);
+    `extent` is the number of points along `dim`."""
 
     kind: str
     dim: int
     size: int
+    extent: int = 0
 
 
 def loops_of(tree: Node) -> dict[int, list[Loop]]:
@@ -55,22 +57,37 @@ def loops_of(tree: Node) -> dict[int, list[Loop]]:
     return out
 
 
-def choose(sdg: SDG, tree: Node, bounds: dict, block: int, circular: bool
-           ) -> dict[TensorId, StoreKind]:
+def choose(sdg: SDG, tree: Node, bounds: dict, block: int, circular: bool,
+           block_bytes: int | None = None) -> dict[TensorId, StoreKind]:
     """The store of every tensor the storage pass marked as slice-read (`sdg.block_stores`).
-    `bounds` maps bound symbols to values; `block` is U; `circular` allows window stores."""
+    `bounds` maps bound symbols to values; `block` is U; `circular` allows window stores;
+    `block_bytes` (under a device cap with swapping: blocks are the unit that moves to
+    the host) shrinks U for tensors whose blocks of U points would be larger, unless a
+    tiled op reads them in blocks of U."""
     loops = loops_of(tree)
+    tiled = _tiled(sdg)
     out = {}
     for tid, dim in sdg.block_stores.items():
         size = _size(sdg, tid, dim, bounds)
         w = _window(sdg, tid, dim, size, bounds, loops) if circular else None
         if w is not None and (2 * w < size or FORCE_CIRCULAR):
-            out[tid] = StoreKind("circular", dim, w)
-        else:
-            out[tid] = StoreKind("block", dim, max(1, min(block, size)))
+            out[tid] = StoreKind("circular", dim, w, size)
+            continue
+        u = max(1, min(block, size))
+        info = sdg.tensors[tid]
+        if block_bytes is not None and tid not in tiled and info.shape.is_static():
+            point = int(info.shape.as_static().prod()) * info.dtype.repr_bytes
+            u = max(1, min(u, block_bytes // max(point, 1)))
+        out[tid] = StoreKind("block", dim, u, size)
     if circular and FORCE_CIRCULAR:
         out.update(_forced_windows(sdg, bounds, loops, set(out)))
     return out
+
+
+def _tiled(sdg: SDG) -> set[TensorId]:
+    """Tensors a tiled op reads in blocks of its own size (the store's blocks must match)."""
+    return {e.src for op in sdg.ops.values() for e in sdg.in_edges[op.op_id]
+            if e.sink_in in getattr(op, "block_inputs", ())}
 
 
 def _size(sdg: SDG, tid: TensorId, dim: int, bounds: dict) -> int:
@@ -94,7 +111,7 @@ def _forced_windows(sdg: SDG, bounds: dict, loops: dict[int, list[Loop]],
             size = _size(sdg, tid, dim, bounds)
             w = _window(sdg, tid, dim, size, bounds, loops)
             if w is not None:
-                out[tid] = StoreKind("circular", dim, w)
+                out[tid] = StoreKind("circular", dim, w, size)
                 break
     return out
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from tempo.core.sdg import TensorId
 from tempo.runtime.stores import MemoryAccountant, Storage, TrackedStore
@@ -28,8 +28,15 @@ class Offloaded:
         self.nbytes = nbytes
 
 
+class Evictable(Protocol):
+    def evict(self, key: Any) -> int:
+        """Move entry `key` (a point, or a block of a block store) to the host pool; the
+        device bytes freed."""
+
+
 class Swapper:
-    """The accountant's pressure hook: offloads points, oldest stored first."""
+    """The accountant's pressure hook: offloads points and complete blocks, oldest
+    stored first."""
 
     def __init__(self, acct: MemoryAccountant, to_host: Callable[[Any], Any],
                  to_device: Callable[[Any], Any], min_bytes: int) -> None:
@@ -37,7 +44,7 @@ class Swapper:
         self.to_host = to_host
         self.to_device = to_device
         self.min_bytes = min_bytes
-        self.order: OrderedDict[tuple[int, Any], SwapStore] = OrderedDict()
+        self.order: OrderedDict[tuple[int, Any], Evictable] = OrderedDict()
         acct.on_pressure = self.relieve
 
     def relieve(self, need: int) -> None:
@@ -47,9 +54,9 @@ class Swapper:
             if freed >= need:
                 return
             del self.order[(sid, key)]
-            freed += store.offload(key)
+            freed += store.evict(key)
 
-    def forget(self, store: SwapStore, key: Any) -> None:
+    def forget(self, store: Evictable, key: Any) -> None:
         self.order.pop((id(store), key), None)
 
 
@@ -84,6 +91,9 @@ class SwapStore(TrackedStore):
         self.acct.swapped += n
         dict.__setitem__(self, key, Offloaded(self.swapper.to_host(value), n))
         return n
+
+    def evict(self, key: Any) -> int:
+        return self.offload(key)
 
     def fetch(self, key: Any, ahead: bool) -> None:
         """The schedule's fetch: point `key` back on the device before its read (`ahead`:

@@ -60,3 +60,29 @@ def test_swap_mode_swaps_under_a_cap_below_the_peak(cfg) -> None:
     assert stats["cap_bytes"] < mem.accountant.peak
     assert stats["swapped_bytes"] > 0 and stats["peak_bytes"] <= stats["cap_bytes"]
     torch.testing.assert_close(got["z"], plain["z"], rtol=0, atol=0)
+
+
+def test_swap_mode_swaps_blocks_of_block_stores(cfg, monkeypatch) -> None:
+    """y is read through ranges in a loop after the one that makes it: it gets a block
+    store, and under the swap mode's cap its blocks go to the host and back."""
+    from tempo.runtime.swap_blocks import SwapBlockStore
+
+    def build(tT):  # noqa: ANN001, ANN202
+        t, T = tT
+        x = RT.source_with_ts_udf(lambda ts: XT[ts[t]], (64,), dtypes.float32, domain=(t,))
+        y = (x * 2.0).exp()
+        return {"back": y[T - 1 - t:T - t].sum(0) * 3.0}
+
+    moved: list[int] = []
+    evict = SwapBlockStore.evict
+    monkeypatch.setattr(SwapBlockStore, "evict",
+                        lambda self, key: moved.append(evict(self, key)) or moved[-1])
+    prog = Program(1, build, {0: T_})
+    plain, mem = run_plain(memory_mode(cfg), prog, {})
+    got, exe = run_swapped(swap_mode(cfg), prog, {"memory": mem})
+    assert any(isinstance(s, SwapBlockStore) for s in exe.stores.values())
+    stats = exe.memory_stats()
+    assert sum(moved) >= T_ * 64 * 4 // 2  # y's blocks went to the host
+    assert stats["peak_bytes"] <= stats["cap_bytes"] < mem.accountant.peak
+    torch.testing.assert_close(plain["back"], (XT * 2.0).exp().flip(0) * 3.0)
+    torch.testing.assert_close(got["back"], plain["back"], rtol=0, atol=0)

@@ -13,6 +13,8 @@ from tempo.api import RecurrentTensor as RT
 from tempo.api import TempoContext
 from tempo.core.dtype import dtypes
 from tempo.core.errors import TempoMemoryError
+from tempo.runtime.stores import BlockStore
+from tempo.runtime.swap_blocks import SwapBlockStore
 
 T, D = 12, 256  # points of 1 KiB
 
@@ -100,11 +102,72 @@ def test_a_cap_of_three_points_is_honoured(cfg, backend: str) -> None:
     assert stats["demand_fetched_bytes"] == 0
 
 
-def test_block_prefetch_amount_is_refused(cfg) -> None:
-    from tempo.core.errors import UnsupportedError
+def _block_program(cfg, total: bool = True, **kw):  # noqa: ANN001, ANN202
+    """x is written point by point into a block store (range reads ask for one) and read
+    again in a later loop that reads it backwards, one-point ranges, and (`total`) as a
+    whole range: complete blocks are idle on the device in between. Results against
+    eager torch; returns the executor."""
+    cfg = dataclasses.replace(cfg, enable_gc=True, swap_bytes_min=0, enable_hybrid_tensorstore=True,
+                              enable_inplace_write=True, enable_lazy_slice=True,
+                              inc_statify_block_size=4, **kw)
+    data = torch.randn(T, D, generator=torch.Generator().manual_seed(6))
+    back: list[torch.Tensor] = []
+    whole: list[torch.Tensor] = []
+    ctx = TempoContext(cfg, num_dims=1)
+    (t, TT), = ctx.variables_and_bounds
+    with ctx:
+        x = RT.source_with_ts_udf(lambda ts: data[ts[t]] * 1.0, (D,), dtypes.float32,
+                                  domain=(t,)).exp()
+        (x[TT - 1 - t:TT - t] * 2.0).sum(0).sink_udf(
+            lambda v: back.append(torch.as_tensor(v).clone()))
+        if total:
+            (x[0:TT] * 0.5).sum(0).sink_udf(lambda v: whole.append(torch.as_tensor(v).clone()))
+    exe = ctx.compile({TT: T})
+    exe.execute()
+    e = data.exp()
+    torch.testing.assert_close(torch.stack(back), e.flip(0) * 2.0)
+    if total:
+        torch.testing.assert_close(whole[-1], (e * 0.5).sum(0))
+    return exe
 
-    with pytest.raises(UnsupportedError, match="runtime_tensor_prefetch_amount_block"):
-        _stage_program(cfg, enable_swap=True, runtime_tensor_prefetch_amount_block=2)
+
+@pytest.mark.parametrize("backend", ["torch", "numpy"])
+def test_blocks_of_a_block_store_go_to_the_host_and_back(cfg, backend: str) -> None:
+    plain = _block_program(cfg, backend=backend, device_memory_cap_bytes=1 << 30)
+    (store,) = [s for s in plain.stores.values() if isinstance(s, BlockStore)]
+    assert store.block == 4 and plain.memory_stats()["swapped_bytes"] == 0
+    peak = plain.memory_stats()["peak_bytes"]
+    assert peak >= T * D * 4  # every block alive before the reads
+    for total in (True, False):
+        swapped = _block_program(cfg, total, backend=backend, enable_swap=True,
+                                 runtime_tensor_prefetch_amount_block=1)
+        assert [s for s in swapped.stores.values() if isinstance(s, SwapBlockStore)]
+        text = swapped.schedule_text().split("# generated")[0]
+        assert _lines(text, "offload") and _lines(text, "prefetch"), text
+        stats = swapped.memory_stats()
+        # each block goes once, by the schedule, and is back before every read
+        assert stats["swapped_bytes"] == T * D * 4 == stats["fetched_bytes"]
+        assert stats["demand_fetched_bytes"] == 0
+        assert stats["host_live_bytes"] == 0 == stats["live_bytes"]
+        if not total:  # read backwards a point at a time: the next block comes early
+            assert stats["prefetched_bytes"] == T * D * 4 - 4 * D * 4
+            assert stats["peak_bytes"] < peak // 2
+
+
+@pytest.mark.parametrize("backend", ["torch", "numpy"])
+def test_a_cap_below_the_blocks_is_honoured_by_swapping_blocks(cfg, backend: str) -> None:
+    """Under a cap, blocks shrink to a 32nd of it (here: one point) and move to the host
+    under pressure too; without swap the same cap fails."""
+    cap = T * D * 4 // 2
+    with pytest.raises(TempoMemoryError):
+        _block_program(cfg, False, backend=backend, device_memory_cap_bytes=cap)
+    exe = _block_program(cfg, False, backend=backend, device_memory_cap_bytes=cap,
+                         enable_swap=True, runtime_tensor_prefetch_amount_block=0)
+    (store,) = [s for s in exe.stores.values() if isinstance(s, SwapBlockStore)]
+    assert store.block == 1
+    stats = exe.memory_stats()
+    assert stats["peak_bytes"] <= cap and stats["swapped_bytes"] >= T * D * 4 // 2
+    assert stats["host_live_bytes"] == 0 == stats["live_bytes"]
 
 
 def test_offload_waits_for_a_near_read_of_the_previous_point(cfg) -> None:

@@ -14,9 +14,10 @@ An op can run once over all `D` points of `d` when:
   need all `D` points of each half before the other at the same point of the cycle.
 
 An op that keeps a small part of each point of a producer that keeps its loop (the reward
-column of an env step's packed output) stays in the loop when the producer's points are
-large (`GATHER_POINT_BYTES`): batched, it would gather all `D` whole points — keeping
-them alive until the gather and copying them — to use a part of each.
+column of an env step's packed output) stays in the loop when the producer's points, or
+all `D` of them, are large (`GATHER_POINT_BYTES`, `GATHER_BYTES`): batched, it would
+gather all `D` whole points — keeping them alive until the gather and copying them — to
+use a part of each.
 
 Groups are the connected sets of such ops; a group of fewer than
 `reject_vec_groups_smaller_than` ops, or whose share of reads from tensors that keep
@@ -38,12 +39,14 @@ from tempo.core.sdg import SDG, Edge, TensorId
 from tempo.core.shape import Shape
 from tempo.schedule.loop_tree import strongly_connected
 
-# A point of a looping producer at least this large is not gathered (stacked over `d`)
-# for an op that keeps at most half of it: the stack copies the whole point to save one
-# kernel call per point, and a call (about 5 us with its dispatch) costs about as much as
-# copying 64 KiB on this class of machine; the gather also keeps all `D` points alive
-# until the batched op runs (E6: 128 env steps of 3 MiB stacked to read a reward each).
+# A looping producer is not gathered (its points stacked over `d`) for an op that keeps at
+# most half of each point when a point has GATHER_POINT_BYTES or the gather
+# GATHER_BYTES: the stack copies whole points to save one kernel call per point, and a
+# call (about 5 us with its dispatch) costs about as much as copying 64 KiB here; and the
+# gather keeps all `D` points alive until the batched op runs, where the loop keeps the
+# parts (E6: 128 env steps of 16 envs x 48 KiB stacked to read a reward each).
 GATHER_POINT_BYTES = 64 << 10
+GATHER_BYTES = 1 << 20
 
 
 @dataclass
@@ -180,7 +183,7 @@ def plan(sdg: SDG, d: Symbol, size: int, cfg: ExecutionConfig) -> Plan:
             continue  # batched whole or not at all
         found.update({i: c for i, c in got.items() if c is not None})
         scc_of.update({i: scc for i in scc} if cyclic else {})
-    _drop_shrinking_gathers(sdg, d, found, scc_of)
+    _drop_shrinking_gathers(sdg, d, size, found, scc_of)
     _drop_partial_gathers(sdg, d, over, found, scc_of)
     return _groups(sdg, d, size, found, cfg)
 
@@ -191,11 +194,11 @@ def _nbytes(shape: Shape, dtype: DataType) -> int | None:
     return int(shape.as_static().prod()) * dtype.repr_bytes
 
 
-def _drop_shrinking_gathers(sdg: SDG, d: Symbol,
+def _drop_shrinking_gathers(sdg: SDG, d: Symbol, size: int,
                             found: dict[int, tuple[Batching, Pieces | None, list[Read]]],
                             scc_of: dict[int, list[int]]) -> None:
     """Candidates that would gather large points of a looping producer to keep at most
-    half of each (see GATHER_POINT_BYTES) keep their loop."""
+    half of each (see GATHER_POINT_BYTES) keep their loop (`size`: D)."""
     for i in list(found):
         if i not in found or found[i][1] is not None:
             continue
@@ -206,7 +209,8 @@ def _drop_shrinking_gathers(sdg: SDG, d: Symbol,
             if not r.batched or s in found or d not in sdg.ops[s].domain:
                 continue  # not a gather
             n = _nbytes(sdg.read_shape(e), sdg.tensors[e.src].dtype)
-            if n is not None and n >= GATHER_POINT_BYTES and 2 * out <= n:
+            if n is not None and 2 * out <= n and (
+                    n >= GATHER_POINT_BYTES or n * size >= GATHER_BYTES):
                 for j in scc_of.get(i, [i]):
                     found.pop(j, None)
                 break

@@ -34,10 +34,16 @@ from tempo.runtime.stores import (
 )
 from tempo.runtime.stores_deferred import DeferredBlockStore, stack_along
 from tempo.runtime.swap import Swapper, SwapStore
+from tempo.runtime.swap_blocks import SwapBlockStore
 from tempo.runtime.udf_check import guard_udf
 from tempo.schedule import tree as st
 from tempo.schedule.scheduler import Schedule
 from tempo.schedule.swaps import place_swaps
+
+
+# Under a device cap with swapping, a block store's block holds at most this share of the
+# cap: blocks are what moves to the host, and a learner reading a range fetches several.
+SWAP_BLOCK_SHARE = 32
 
 
 class Executor(abc.ABC):
@@ -98,13 +104,15 @@ class PythonExecutor(Executor):
         swapper = self._swapper() if cfg.enable_swap else None
         self.swapped_tensors = 0  # tensors the schedule offloads and fetches
         if swapper is not None:
+            points, blocks = self._swap_candidates(kinds)
             self.swapped_tensors = place_swaps(
-                schedule.tree, sdg, self._swap_candidates(kinds), bounds,
-                cfg.runtime_tensor_prefetch_amount_point)
+                schedule.tree, sdg, points, bounds, cfg.runtime_tensor_prefetch_amount_point
+            ) + place_swaps(schedule.tree, sdg, blocks, bounds,
+                            cfg.runtime_tensor_prefetch_amount_block)
         for tid in sdg.tensors:
             kind = kinds.get(tid)
             if kind is not None:
-                self.stores[tid] = self._ranged_store(tid, kind)
+                self.stores[tid] = self._ranged_store(tid, kind, swapper)
             elif tracked:
                 self.stores[tid] = (
                     TrackedStore(tid, self.accountant, self._storage_of(tid)) if swapper is None
@@ -155,18 +163,21 @@ class PythonExecutor(Executor):
                 return np.array(be.to_numpy(x), copy=True)
         return Swapper(self.accountant, to_host, back, self.cfg.swap_bytes_min)
 
-    def _swap_candidates(self, kinds: dict[TensorId, StoreKind]) -> list[TensorId]:
-        """Tensors in point stores whose points hold at least swap_bytes_min bytes."""
-        out = []
+    def _swap_candidates(self, kinds: dict[TensorId, StoreKind]
+                         ) -> tuple[list[TensorId], list[TensorId]]:
+        """Tensors in point stores whose points hold at least swap_bytes_min bytes, and
+        tensors in block stores whose blocks do."""
+        points, blocks = [], []
         for tid, info in self.sdg.tensors.items():
-            if tid in kinds or not info.shape.is_static():
+            kind = kinds.get(tid)
+            if (kind is not None and kind.kind != "block") or not info.shape.is_static():
                 continue
-            n = info.dtype.repr_bytes
+            n = info.dtype.repr_bytes * (kind.size if kind is not None else 1)
             for d in info.shape.as_static():
                 n *= int(d)
             if n >= self.cfg.swap_bytes_min:
-                out.append(tid)
-        return out
+                (points if kind is None else blocks).append(tid)
+        return points, blocks
 
     def _store_kinds(self) -> dict[TensorId, StoreKind]:
         """Block or window stores where the storage pass found slice reads and the
@@ -174,10 +185,14 @@ class PythonExecutor(Executor):
         stores need frees (with enable_gc off every point stays readable)."""
         if not self.backend.block_stores:
             return {}
+        cfg = self.cfg
+        cap = cfg.device_memory_cap_bytes if cfg.enable_swap else None
         return choose(self.sdg, self.schedule.tree, self._bound_values(),
-                      self.cfg.inc_statify_block_size, circular=self.cfg.enable_gc)
+                      cfg.inc_statify_block_size, circular=cfg.enable_gc,
+                      block_bytes=None if cap is None else max(cap // SWAP_BLOCK_SHARE, 1))
 
-    def _ranged_store(self, tid: TensorId, kind: StoreKind) -> BlockStore | CircularStore:
+    def _ranged_store(self, tid: TensorId, kind: StoreKind,
+                      swapper: Swapper | None) -> BlockStore | CircularStore:
         be = self.backend
         info = self.sdg.tensors[tid]
         shape, dt = tuple(info.shape.as_static()), info.dtype
@@ -187,6 +202,8 @@ class PythonExecutor(Executor):
                      be.move_to_front, cat, select, put, self.accountant)
         if kind.kind == "circular":
             return CircularStore(lay, kind.size, self.cfg.inc_statify_block_size)
+        if swapper is not None:  # tracked; complete blocks may go to the host pool
+            return SwapBlockStore(lay, kind.size, swapper, kind.extent)
         if self.tracked:  # every byte counted: points are copied in as they are written
             return BlockStore(lay, kind.size)
         return DeferredBlockStore(lay, kind.size, stack_along(be.name))
