@@ -103,9 +103,9 @@ FIELDS: dict[str, FieldSupport] = {
     **_entries(_I, "the schedule offloads points idle between the stage that makes them and "
                "a later stage that reads them to a host pool and fetches them before the "
                "read; under device_memory_cap_bytes the runtime also offloads the least "
-               "recently stored points and complete blocks of block stores rather than fail (window "
-               "stores are never swapped); under a cap a block store's blocks hold at most "
-               "a 32nd of the cap", "enable_swap"),
+               "recently stored points and complete blocks of block stores rather than "
+               "fail (window stores are never swapped); under a cap a block store's blocks "
+               "hold at most a 32nd of the cap", "enable_swap"),
     **_entries(_I, "points smaller than this are never swapped", "swap_bytes_min"),
     **_entries(_I, "the schedule prefetches a swapped point this many iterations of the "
                "reader's loop before its read (0: fetched at the read)",

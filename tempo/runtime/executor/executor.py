@@ -40,7 +40,6 @@ from tempo.schedule import tree as st
 from tempo.schedule.scheduler import Schedule
 from tempo.schedule.swaps import place_swaps
 
-
 # Under a device cap with swapping, a block store's block holds at most this share of the
 # cap: blocks are what moves to the host, and a learner reading a range fetches several.
 SWAP_BLOCK_SHARE = 32
@@ -167,7 +166,8 @@ class PythonExecutor(Executor):
                          ) -> tuple[list[TensorId], list[TensorId]]:
         """Tensors in point stores whose points hold at least swap_bytes_min bytes, and
         tensors in block stores whose blocks do."""
-        points, blocks = [], []
+        points: list[TensorId] = []
+        blocks: list[TensorId] = []
         for tid, info in self.sdg.tensors.items():
             kind = kinds.get(tid)
             if (kind is not None and kind.kind != "block") or not info.shape.is_static():
