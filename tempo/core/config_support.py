@@ -127,6 +127,11 @@ FIELDS: dict[str, FieldSupport] = {
                "default_dim_upper_bound_size"),
     **_entries(_U, "the executor runs on one thread, no worker pool", "num_executor_pool_workers"),
     **_entries(_U, "parallel block detection is not built", "enable_parallel_block_detection"),
+    **_entries(_I, "on jax, each innermost schedule loop whose iterations run pure Tempo ops "
+               "and regions with exact reads runs as one jax.lax.scan per run of iterations "
+               "with constant conditions (recurrence reads x[t-k] carried, others stacked; "
+               "runtime/loops.py); loops that do not qualify, and every loop on torch and "
+               "numpy, stay Python loops", "enable_compiled_loops"),
     **_entries(_I, "'compile': torch.compile for large fused regions (enable_group_fusions); "
                "'eager': never", "torch_compilation_backend"),
     **_entries(_H, "constants are shared, never duplicated",

@@ -55,6 +55,7 @@ _TEST_OFF = (
     "enable_eval_symbol_launcher", "enable_hybrid_tensorstore", "enable_gc", "enable_swap",
     "enable_symbol_prealloc_store", "visualize_pipeline_stages", "visualize_debug_stages",
     "render_schedule", "torch_pinned_memory_enabled", "enable_parallel_block_detection",
+    "enable_compiled_loops",
 )
 
 
@@ -146,6 +147,8 @@ class ExecutionConfig:
     M: int = 20_000
     # Ours (API §7 fix 13): stores raise when live device bytes would exceed this.
     device_memory_cap_bytes: int | None = None
+    # Ours (ARCHITECTURE §7): on jax, static fusible loops run as one jax.lax.scan.
+    enable_compiled_loops: bool = True
 
     def __post_init__(self) -> None:
         self.validate()

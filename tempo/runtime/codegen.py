@@ -124,6 +124,7 @@ class CodeGen:
         self.charges: Charges | None = None  # a tracked run's charges for its locals
         self.through = WriteThrough()  # block-stored values also kept in locals
         self.reading: int = 0  # id of the Exec whose reads are being emitted
+        self.loops: Any = None  # lowers loops to compiled ones (runtime/loops_emit.py)
 
     def plan_locals(self, tree: Node, candidates: set[TensorId]) -> None:
         """Keep the candidates that are consumed where they are made in locals."""
@@ -214,6 +215,9 @@ class CodeGen:
         elif isinstance(node, Loop) and not (ind == 1 and (self.tick or self.steps)) and \
                 self.bulk_frees(node, pad):
             pass  # (an outer loop keeps its steps: the timeline samples each)
+        elif isinstance(node, Loop) and self.loops is not None and \
+                not (ind == 1 and (self.tick or self.steps)) and self.loops.emit(node, ind):
+            pass  # lowered (where the body allows) to compiled loops
         elif isinstance(node, Loop):
             step = f", {node.step}" if node.step != 1 else ""
             end = self.ended_loops.get(id(node))
@@ -470,6 +474,7 @@ def generate(
     accountant: Any = None,
     views_share: bool = True,
     block_reader: Callable[[TensorId, int, int], Any] | None = None,
+    loops: Callable[[CodeGen], Any] | None = None,
 ) -> Generated:
     """Compile the schedule into `run()` (or, with `steps`, a generator `run()` that yields
     after each outer-loop iteration and at barriers); stores and kernels are bound.
@@ -479,7 +484,8 @@ def generate(
     tracked run) the locals are charged to it by their static bytes (`views_share`: the
     backend's movement ops return views, which cost nothing of their own).
     `block_reader(tid, dim, block)` makes the block reader of a point store that a tiled
-    op reads in blocks."""
+    op reads in blocks. `loops(gen)` makes the lowering of compiled loops (the
+    executor's, on jax with enable_compiled_loops)."""
     blocked = {tid: s.dim for tid, s in stores.items() if hasattr(s, "read_slice")}
     gen = CodeGen(sdg, kernels, set(stores), steps, blocked, endings, kernel_ops,
                   tick is not None)
@@ -495,6 +501,8 @@ def generate(
                                and not sdg.is_kept(tid.op_id) and tid not in stop})
         if accountant is not None:
             gen.charges = Charges(sdg, gen.local, views_share)
+    if loops is not None:
+        gen.loops = loops(gen)
     gen.emit(tree, 1)
     if tick is not None:  # a last sample: programs without an outer loop have one too
         gen.lines.append("    mem_tick()")
@@ -520,6 +528,8 @@ def generate(
         ns["b" + store_name(tid)] = block_reader(tid, dim, block)
     for op_id, k in kernels.items():
         ns[f"k{op_id}"] = k
+    if gen.loops is not None:
+        ns.update(gen.loops.namespace)
     for v in sdg.universe.variables:
         ns[f"SYM_{v.name}"] = v
     source = "\n".join(header + gen.lines) + "\n"

@@ -53,6 +53,7 @@ class Mode:
     runner: Runner = run_plain
     atol: float = 0.0
     rtol: float = 0.0
+    backends: tuple[str, ...] = ("torch", "jax", "numpy")  # where the mode differs
 
 
 def run(cfg: Any, num_dims: int, build: Build, bounds: dict[int, int],
@@ -69,6 +70,8 @@ def run(cfg: Any, num_dims: int, build: Build, bounds: dict[int, int],
         return res
     done: dict[str, Any] = {}
     for mode in MODES:
+        if cfg.backend not in mode.backends:
+            continue
         mode_cfg = mode.configure(cfg)
         got, done[mode.name] = mode.runner(mode_cfg, prog, done)
         rtol, atol = _tolerance(mode, mode_cfg)
@@ -119,6 +122,12 @@ def fused_mode(cfg: Any) -> Any:
     """`all_passes(blocks_mode(cfg))`, untracked: fusion into regions (the grouping pass
     forms none under a memory cap, which the modes below set)."""
     return all_passes(blocks_mode(cfg))
+
+
+def loops_mode(cfg: Any) -> Any:
+    """`fused_mode(cfg)` with compiled loops (jax only: loops whose body qualifies run as
+    one jax.lax.scan per run of iterations; runtime/loops.py)."""
+    return dataclasses.replace(fused_mode(cfg), enable_compiled_loops=True)
 
 
 def memory_mode(cfg: Any) -> Any:
@@ -187,6 +196,7 @@ def run_swapped(cfg: Any, prog: Program, done: dict[str, Any]) -> tuple[Results,
 MODES: list[Mode] = [
     Mode("blocks", blocks_mode),
     Mode("fused", fused_mode),
+    Mode("loops", loops_mode, backends=("jax",)),
     Mode("memory", memory_mode),
     Mode("circular", memory_mode, run_circular),
     Mode("swap", swap_mode, run_swapped),

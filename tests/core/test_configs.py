@@ -49,6 +49,7 @@ DEFAULTS = {
     "enable_x64": True, "num_executor_pool_workers": None,
     "enable_parallel_block_detection": False, "torch_pinned_prealloc_size_bytes": 0,
     "torch_pinned_memory_enabled": True, "M": 20_000, "device_memory_cap_bytes": None,
+    "enable_compiled_loops": True,
 }
 # Fields beyond API §4.2, each named by an issue: adding one is allowed, renaming or
 # dropping an API field is not.

@@ -132,12 +132,36 @@ class PythonExecutor(Executor):
                                 tick=self.accountant.tick if tracked else None,
                                 accountant=self.accountant if tracked else None,
                                 views_share=self.backend.name in SHARING_BACKENDS,
-                                block_reader=self._block_reader)
+                                block_reader=self._block_reader, loops=self._loop_lowering())
         self.generated: Generated = gen()
         self._make_steps = lambda: gen(steps=True)
         self._steps: Any = None
         timings_ms["codegen"] = (time.perf_counter() - t0) * 1e3
         self._timings = timings_ms
+
+    def _loop_lowering(self) -> Any:
+        """On jax with enable_compiled_loops: the factory of the codegen's loop lowering
+        (each lowering kept, for `compiled_loops()`); else None (Python loops)."""
+        if not (self.cfg.enable_compiled_loops and self.backend.name == "jax"):
+            return None
+        from tempo.runtime.loops_emit import LoopLowering
+        from tempo.runtime.loops_jax import ScanRunner, unstack
+
+        self._lowerings: list[Any] = []
+
+        def make(gen: Any) -> Any:
+            low = LoopLowering(gen, self.schedule.tree, self.bounds, ScanRunner, unstack)
+            self._lowerings.append(low)
+            return low
+
+        return make
+
+    def compiled_loops(self) -> list[Any]:
+        """Per candidate loop of the generated `run()`: its header and segments (first and
+        last counter, the runner or None, why a segment stayed a Python loop); see
+        `tempo.runtime.loops_emit.LoopReport`."""
+        lows = getattr(self, "_lowerings", [])
+        return list(lows[0].reports) if lows else []
 
     def _swapper(self) -> Swapper:
         """Moves points to a host pool (a pinned copy on a GPU unless

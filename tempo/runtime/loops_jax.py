@@ -1,0 +1,59 @@
+"""The jax runner of compiled loops: a segment's step function under `jax.lax.scan`,
+jitted once per runner (jax caches the compiled scan per input shapes and dtypes)."""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+
+def _sym(value: Any, dtype: str) -> Any:
+    """An `eval_symbol` inside the step: the traced counter expression as a scalar."""
+    return jnp.asarray(value, dtype=dtype)
+
+
+def _fix(new: Any, old: Any) -> Any:
+    """A carry keeps its entry dtype (a value computed with Python scalars may come back
+    weakly typed, which scan rejects)."""
+    return jnp.asarray(new, dtype=old.dtype)
+
+
+class ScanRunner:
+    """One segment: `(invariants, first carries, stacked reads) -> (last carries,
+    stacked outputs)`, or None (for good) once tracing or compiling failed; `failed` says
+    why, `calls` counts the scans run."""
+
+    def __init__(self, source: str, ns: dict[str, Any], counters: list[int]) -> None:
+        ns = dict(ns, _sym=_sym, _fix=_fix)
+        exec(compile(source, "<tempo-loop-step>", "exec"), ns)  # noqa: S102 - our source
+        step = ns["step"]
+        self.source = source
+        cs = np.asarray(counters)
+
+        def scan(li: tuple, lc: tuple, lx: tuple) -> Any:
+            return jax.lax.scan(functools.partial(step, li), lc, (jnp.asarray(cs), *lx))
+
+        self.fn = jax.jit(scan)
+        self.failed: str | None = None
+        self.calls = 0
+
+    def __call__(self, li: tuple, lc: tuple, lx: tuple) -> Any:
+        if self.failed is not None:
+            return None
+        try:
+            out = self.fn(li, lc, lx)
+        except Exception as exc:  # noqa: BLE001 - any failure: the Python loop runs instead
+            why = str(exc).splitlines()[0] if str(exc) else ""
+            self.failed = f"{type(exc).__name__}: {why}"
+            return None
+        self.calls += 1
+        return out
+
+
+def unstack(x: Any) -> list[Any]:
+    """The rows of a scan's stacked output, one array per point (one dispatch)."""
+    return list(jnp.unstack(x))
