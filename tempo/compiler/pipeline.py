@@ -1,5 +1,5 @@
 """The pass pipeline of ARCHITECTURE.md §5, in order: commit recurrences, the clean-up
-group to a fixpoint, vectorisation, statify (tiled dynamic reads), incrementalisation,
+group to a fixpoint, running sums over time (accumulate), vectorisation, statify (tiled dynamic reads), incrementalisation,
 dataflow grouping (fused regions), storage choice. Each optimisation is switched by its
 ExecutionConfig flag; passes never execute the program (only constants are evaluated, in
 numpy)."""
@@ -10,6 +10,7 @@ from collections.abc import Mapping
 
 from tempo.compiler.pass_manager import Pass, PassManager, StageReport
 from tempo.compiler.passes import (
+    accumulate,
     algebraic,
     broadcast_elim,
     commit_recurrences,
@@ -36,6 +37,7 @@ CLEANUP: tuple[Pass, ...] = (  # dead-code elimination last: it sweeps what the 
     Pass("domain_reduction", domain_reduction.run, "enable_domain_reduction"),
     Pass("dead_code", dead_code.run, "enable_dead_code_elim"),
 )
+ACCUMULATE = Pass("accumulate", accumulate.run, "enable_incrementalization")  # sums in time
 VECTORIZE = Pass("vectorize", vectorize.run, "enable_vectorization")
 STATIFY = Pass("statify", statify.run, "enable_statifying_incrementalization")
 INCREMENTALIZE = Pass("incrementalize", incrementalize.run, "enable_incrementalization")
@@ -55,6 +57,7 @@ def run_pipeline(sdg: SDG, cfg: ExecutionConfig, bounds: Mapping[Symbol, int] | 
     pm.check(sdg, "recording (the graph the api built)", everything=True)
     sdg = pm.run(COMMIT, sdg)
     sdg = pm.fixpoint("clean-up", CLEANUP, sdg)
+    sdg = pm.run(ACCUMULATE, sdg)
     sdg = pm.run(VECTORIZE, sdg)
     sdg = pm.run(STATIFY, sdg)
     sdg = pm.run(INCREMENTALIZE, sdg)

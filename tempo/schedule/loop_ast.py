@@ -19,7 +19,8 @@ from tempo.schedule.isl_program import Analysis, shape_key, stmt_name
 from tempo.schedule.loop_tree import Leaf, LoopNode, TreeNode
 from tempo.schedule.tree import Exec, Free, If, Loop, Node, Seq
 
-Terms = list[int | tuple[str, int]]
+Terms = list[int | tuple[str, int] | tuple[str, int, int]]
+Shifts = dict[int, dict[str, int]]  # op -> loop var -> s: its point p runs in iteration p + s
 
 
 def param_form(s: isl.Set) -> isl.Set:
@@ -74,15 +75,45 @@ class _FreesAt:
 
 class Lowering:
     def __init__(self, sdg: SDG, an: Analysis, tree: list[TreeNode],
-                 times: dict[int, Terms], sched_op: dict[int, isl.UnionMap]) -> None:
+                 times: dict[int, Terms], sched_op: dict[int, isl.UnionMap],
+                 shifts: Shifts | None = None) -> None:
         self.sdg, self.an, self.tree = sdg, an, tree
         self.times, self.sched_op = times, sched_op
-        self.pf = {o: param_form(an.executed[stmt_name(o)]) for o in times}
+        self.shifts = {o: s for o, s in (shifts or {}).items() if any(s.values())}
+        # Each op's executed points in loop-counter space (a shifted op's, moved by its shift)
+        self.pf = {o: param_form(self._to_counters(o, an.executed[stmt_name(o)]))
+                   for o in times}
         self.bound_names = set(an.params)
         self.frees: dict[int, _FreesAt] = {}
         # Keyed by id(ctx); each entry holds its ctx so the id stays unique while cached.
         self._builds: dict[int, tuple[isl.Set, isl.AstBuild]] = {}
         self._conds: dict[tuple[int, str], tuple[isl.Set, str]] = {}
+
+    # ------------------------------------------------------------------ shifts
+    def _counter_map(self, o: int) -> isl.Map | None:
+        """`{ S[point] -> S[counters] }` of a shifted op (None: not shifted)."""
+        by = self.shifts.get(o)
+        if by is None:
+            return None
+        names = [v.name for v in self.sdg.ops[o].domain.variables]
+        moved = [f"{n} + {by[n]}" if by.get(n) else n for n in names]
+        return isl.Map(f"{self.an.decl} -> {{ {stmt_name(o)}[{', '.join(names)}] -> "
+                       f"{stmt_name(o)}[{', '.join(moved)}] }}")
+
+    def _to_counters(self, o: int, pts: isl.Set) -> isl.Set:
+        m = self._counter_map(o)
+        if m is None:
+            return pts
+        out = pts.apply(m)
+        for k, v in enumerate(self.sdg.ops[o].domain.variables):
+            out = out.set_dim_name(isl.dim_type.set, k, v.name)
+        return out
+
+    def point(self, o: int) -> tuple[str, ...]:
+        """The op's point as expressions of the loop counters."""
+        by = self.shifts.get(o, {})
+        return tuple(f"({v.name} - {by[v.name]})" if by.get(v.name) else v.name
+                     for v in self.sdg.ops[o].domain.variables)
 
     # ------------------------------------------------------------------ frees
     def place_frees(self, stored: list[TensorId]) -> None:
@@ -117,6 +148,8 @@ class Lowering:
         point from the same loop body, and the last of them runs wherever `p` does."""
         if any(parent[e.sink] != parent[p] or not is_basis(e, self.sdg) for e in readers):
             return None
+        if any(self.shifts.get(e.sink) != self.shifts.get(p) for e in readers):
+            return None  # (shifted apart: they run in different iterations)
         if not readers:
             return p
         last = max((e.sink for e in readers), key=lambda o: _position(self.times[o]))
@@ -125,7 +158,7 @@ class Lowering:
         return last if self.pf[p].is_subset(self.pf[last]) else None
 
     @staticmethod
-    def _pad(terms: Terms, width: int) -> list[int | tuple[str, int]]:
+    def _pad(terms: Terms, width: int) -> Terms:
         return [*terms, *([0] * (width - len(terms)))]
 
     def _general_free(self, tid: TensorId, readers: list, width: int) -> None:
@@ -169,6 +202,9 @@ class Lowering:
             if at_q.is_empty():
                 continue
             rel = isl.Map.from_union_map(at_q).reverse()
+            shift = self._counter_map(q)
+            if shift is not None:  # parametrised by q's loop counters, not its point
+                rel = shift.reverse().apply_range(rel)
             qvars = [v.name for v in self.sdg.ops[q].domain.variables]
             for k, name in enumerate(qvars):
                 rel = rel.set_dim_name(isl.dim_type.in_, k, name)
@@ -207,15 +243,13 @@ class Lowering:
     def _leaf(self, o: int, ctx: isl.Set) -> tuple[str | None, list[Node]]:
         """The op's guard (None: always runs in its loop) and the op with the frees of
         the points whose last use it is."""
-        op = self.sdg.ops[o]
-        body: list[Node] = [Exec(o, tuple(v.name for v in op.domain.variables))]
+        body: list[Node] = [Exec(o, self.point(o))]
         guard = self.pf[o].gist(ctx)
         cond = None if guard.plain_is_universe() else self._cond(guard, ctx)
         at = self.frees.get(o)
         if at is not None:
             for tid in at.same_point:
-                vars_ = self.sdg.ops[tid.op_id].domain.variables
-                body.append(Free(tid, tuple(v.name for v in vars_)))
+                body.append(Free(tid, self.point(tid.op_id)))
             for tids, pts in at.points:
                 body.append(self._free_code(tids, pts, self.pf[o].intersect(ctx)))
         return cond, body

@@ -8,6 +8,12 @@ in a compatible direction are fused into one loop (live ranges stay short, one P
 instead of many). The cost is linear in ops and edges per level, so it does not grow with
 how often a structure repeats. isl then checks the result exactly (`placement.verify`); any
 program this cannot order goes to isl's own scheduler instead.
+
+A forward loop also takes a component that reads a bounded window ahead of the loop
+(`x[t:t+n]`: an n-step target, the per-step gradient of a running sum) by shifting it:
+its point p runs in iteration p + s, s the largest look-ahead, so what it reads is
+already computed and what it alone keeps alive dies s iterations later (`shifts`).
+Shifts are kept below half the loop's extent (beyond that the loop runs mostly guards).
 """
 
 from __future__ import annotations
@@ -23,6 +29,9 @@ from tempo.core.sdg import SDG, Edge
 Signs = frozenset[str]  # possible signs of (sink - source) along one dimension: "-", "0", "+"
 # signs(edge, var, outer): the signs along var over the pairs at distance 0 along `outer`
 SignsFn = Callable[[Edge, str, tuple[str, ...]], Signs]
+# distance(edge, var, outer): the least (sink - source) along var over those pairs (None:
+# unbounded or unknown)
+DistanceFn = Callable[[Edge, str, tuple[str, ...]], int | None]
 ALL: Signs = frozenset("-0+")
 FORWARD, BACKWARD = 1, -1
 
@@ -68,17 +77,18 @@ def syntactic_signs(v: Symbol, member: object) -> Signs | None:
     if isinstance(member, Symbol) and member.name == v.name:
         return frozenset("0")
     if isinstance(member, Slice):
-        lo, hi = _const(v - member.stop + 1), _const(v - member.start)
+        lo, hi = const_value(v - member.stop + 1), const_value(v - member.start)
         if lo is None and hi is None:
             return None
         return signs_of_interval(-float("inf") if lo is None else lo,
                                  float("inf") if hi is None else hi)
     assert isinstance(member, IntIndexValue), member  # a point read: an integer index
-    c = _const(v - member)
+    c = const_value(v - member)
     return None if c is None else signs_of_interval(c, c)
 
 
-def _const(e: object) -> int | None:
+def const_value(e: object) -> int | None:
+    """The int an index expression is, whatever the point (None: it varies)."""
     val = e.try_eval() if hasattr(e, "try_eval") else None
     return val if isinstance(val, int) and not isinstance(val, bool) else None
 
@@ -106,8 +116,13 @@ class LoopTreeBuilder:
     `outer` do not separate (the caller answers from syntax or isl)."""
 
     def __init__(self, sdg: SDG, op_ids: Iterable[int], order: list[str],
-                 signs: SignsFn) -> None:
+                 signs: SignsFn, distance: DistanceFn | None = None) -> None:
         self.sdg = sdg
+        self._distance = distance
+        # op -> loop var -> s: the op's point p runs in iteration p + s of that loop
+        self.shifts: dict[int, dict[str, int]] = {}
+        self.extent = {b.name.lower(): v for b, v in sdg.bound_defs.items()
+                       if isinstance(v, int)}
         self.ops = set(op_ids)
         self.order = order  # universe variable names, outermost first
         self.vars = {i: [v.name for v in sdg.ops[i].domain.variables] for i in self.ops}
@@ -120,8 +135,14 @@ class LoopTreeBuilder:
             self._cache[key] = self._signs(e, var, outer)
         return self._cache[key]
 
+    def shift(self, op_id: int, var: str) -> int:
+        return self.shifts.get(op_id, {}).get(var, 0)
+
     def live(self, e: Edge, outer: list[str]) -> bool:
-        """Whether some pair of `e` is at distance 0 along every enclosing loop."""
+        """Whether some pair of `e` is at distance 0 along every enclosing loop (ends
+        shifted differently along one: kept, it may run in one iteration)."""
+        if any(self.shift(e.src.op_id, v) != self.shift(e.sink, v) for v in outer):
+            return True
         return all("0" in self.signs(e, v, tuple(outer[:k])) for k, v in enumerate(outer))
 
     def build(self) -> list[TreeNode]:
@@ -205,7 +226,10 @@ class LoopTreeBuilder:
             pick = self._compatible(loops, comps, into, group_ops, group_var, group_dirs,
                                     tuple(outer))
             if pick is not None:
-                k, group_dirs = pick
+                k, group_dirs, by = pick
+                if by:
+                    for o in comps[k].ops:
+                        self.shifts.setdefault(o, {})[group_var] = by
                 loops.remove(k)
                 group.add(k)
                 group_ops.update(comps[k].ops)
@@ -236,20 +260,40 @@ class LoopTreeBuilder:
 
     def _compatible(self, loops: list[int], comps: list[_Comp], into: dict[int, list[Edge]],
                     group_ops: set[int], var: str, dirs: set[int],
-                    outer: tuple[str, ...]) -> tuple[int, set[int]] | None:
-        """The first ready component that can join the open loop, and the directions the
-        loop may then still run in."""
+                    outer: tuple[str, ...]) -> tuple[int, set[int], int] | None:
+        """The first ready component that can join the open loop, the directions the
+        loop may then still run in and the shift the component runs at."""
         for k in loops:
             c = comps[k]
             if c.var != var:
                 continue
             ok = dirs & c.dirs
-            for e in into[k]:
-                if e.src.op_id in group_ops:
+            reads = [e for e in into[k] if e.src.op_id in group_ops]
+            shifted = any(self.shift(e.src.op_id, var) for e in reads)
+            if not shifted:
+                for e in reads:
                     ok &= allowed_directions(self.signs(e, var, outer))
-            if ok:
-                return k, ok
+                if ok:
+                    return k, ok, 0
+            if FORWARD in dirs & c.dirs:
+                by = self._shift_needed(reads, var, outer)
+                if by is not None:
+                    return k, {FORWARD}, by
         return None
+
+    def _shift_needed(self, reads: list[Edge], var: str, outer: tuple[str, ...]) -> int | None:
+        """The least shift making every read of the open loop go forward in time, when
+        it is below half the loop's extent (None: none, or too large)."""
+        if self._distance is None:
+            return None
+        by = 0
+        for e in reads:
+            dist = self._distance(e, var, outer)
+            if dist is None:
+                return None
+            by = max(by, self.shift(e.src.op_id, var) - dist)
+        extent = self.extent.get(var.lower())
+        return by if extent is not None and 2 * by < extent else None
 
     def _standalone(self, c: _Comp, outer: list[str]) -> TreeNode:
         if c.var is None:

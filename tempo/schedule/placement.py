@@ -10,19 +10,21 @@ from __future__ import annotations
 import islpy as isl
 
 from tempo.core.domain import Domain
+from tempo.core.index_expr import Slice
 from tempo.core.sdg import SDG, Edge, TensorId
 from tempo.schedule.isl_program import (
     SRC_SUFFIX,
     Analysis,
     stmt_name,
 )
-from tempo.schedule.loop_ast import Lowering
+from tempo.schedule.loop_ast import Lowering, Shifts, Terms
 from tempo.schedule.loop_tree import (
     Leaf,
     LoopNode,
     Signs,
     SignsFn,
     TreeNode,
+    const_value,
     syntactic_signs,
 )
 from tempo.schedule.tree import Node
@@ -57,12 +59,7 @@ class EdgeSigns:
 
     def _exact(self, e: Edge, var: str, outer: tuple[str, ...]) -> Signs:
         src, sink = self.sdg.ops[e.src.op_id], self.sdg.ops[e.sink]
-        rel = self._rels.get(id(e))
-        if rel is None:
-            rel = self.an.edge_maps[id(e)].intersect_domain(
-                isl.UnionSet.from_set(self.an.executed[stmt_name(src.op_id)])).intersect_range(
-                isl.UnionSet.from_set(self.an.executed[stmt_name(sink.op_id)]))
-            self._rels[id(e)] = rel
+        rel = self._relation(e)
         out = set()
         for sign, cmp in (("-", "<"), ("0", "="), ("+", ">")):
             m = self._compare(src.domain, sink.domain, var, cmp, outer)
@@ -72,16 +69,53 @@ class EdgeSigns:
                 out.add(sign)
         return frozenset(out)  # empty: no pair of this read ever runs
 
-    def _compare(self, src: Domain, sink: Domain, var: str, cmp: str,
+    def distance(self, e: Edge, var: str, outer: tuple[str, ...] = ()) -> int | None:
+        """The least (sink - source) along `var` over the executed pairs of `e` at distance
+        0 along `outer` (None: no pair, or unbounded): how far a shifted placement must
+        delay the reader. From syntax for a point or a constant window, else from isl."""
+        src, sink = self.sdg.ops[e.src.op_id], self.sdg.ops[e.sink]
+        names = [v.name for v in src.domain.variables]
+        v = src.domain.variables[names.index(var)]
+        m = e.expr[names.index(var)]
+        top = m.stop - 1 if isinstance(m, Slice) else m
+        c = const_value(v - top) if e.cond is None else None  # exact, or conservative
+        if c is not None:
+            return c
+        pairs = self._relation(e)
+        if outer:
+            m2 = self._compare(src.domain, sink.domain, None, "", outer)
+            pairs = pairs.intersect(isl.UnionMap.from_map(
+                m2.set_tuple_name(isl.dim_type.in_, stmt_name(src.op_id)).set_tuple_name(
+                    isl.dim_type.out, stmt_name(sink.op_id))))
+        if pairs.is_empty():
+            return None
+        lhs = ", ".join(u.name + SRC_SUFFIX for u in src.domain.variables)
+        rhs = ", ".join(u.name for u in sink.domain.variables)
+        diff = isl.UnionMap(f"{self.an.decl} -> {{ [{stmt_name(src.op_id)}[{lhs}] -> "
+                            f"{stmt_name(sink.op_id)}[{rhs}]] -> [{var} - {var}{SRC_SUFFIX}] }}")
+        val = isl.Set.from_union_set(pairs.wrap().apply(diff)).dim_min_val(0)
+        return int(val.to_python()) if val.is_int() else None
+
+    def _relation(self, e: Edge) -> isl.UnionMap:
+        rel = self._rels.get(id(e))
+        if rel is None:
+            src, sink = self.sdg.ops[e.src.op_id], self.sdg.ops[e.sink]
+            rel = self.an.edge_maps[id(e)].intersect_domain(
+                isl.UnionSet.from_set(self.an.executed[stmt_name(src.op_id)])).intersect_range(
+                isl.UnionSet.from_set(self.an.executed[stmt_name(sink.op_id)]))
+            self._rels[id(e)] = rel
+        return rel
+
+    def _compare(self, src: Domain, sink: Domain, var: str | None, cmp: str,
                  outer: tuple[str, ...]) -> isl.Map:
-        """`{ A[src] -> B[sink] : var cmp var' and w = w' (w in outer) }`, parsed once per
-        shape."""
+        """`{ A[src] -> B[sink] : var cmp var' and w = w' (w in outer) }` (no constraint on
+        a `var` of None), parsed once per shape."""
         key = (repr(src), repr(sink), var, cmp, outer)
         if key not in self._maps:
             lhs = ", ".join(v.name + SRC_SUFFIX for v in src.variables)
             rhs = ", ".join(v.name for v in sink.variables)
-            cond = " and ".join([f"{var} {cmp} {var}{SRC_SUFFIX}",
-                                 *(f"{w} = {w}{SRC_SUFFIX}" for w in outer)])
+            cond = " and ".join([*([f"{var} {cmp} {var}{SRC_SUFFIX}"] if var else []),
+                                 *(f"{w} = {w}{SRC_SUFFIX}" for w in outer)]) or "true"
             self._maps[key] = isl.Map(f"{self.an.decl} -> {{ A[{lhs}] -> B[{rhs}] : "
                                       f"{cond} }}")
         return self._maps[key]
@@ -91,17 +125,18 @@ def _depth(nodes: list[TreeNode]) -> int:
     return max((1 + _depth(n.body) for n in nodes if isinstance(n, LoopNode)), default=0)
 
 
-Terms = list[int | tuple[str, int]]
+def op_times(tree: list[TreeNode], shifts: Shifts | None = None) -> dict[int, Terms]:
+    """Each op's time vector terms: sequence positions (ints) and loops (var, direction),
+    or (var, direction, shift) for an op whose point p runs in iteration p + shift."""
+    out: dict[int, Terms] = {}
+    shifts = shifts or {}
 
-
-def op_times(tree: list[TreeNode]) -> dict[int, Terms]:
-    """Each op's time vector terms: sequence positions (ints) and loops (var, direction)."""
-    out: dict[int, list[int | tuple[str, int]]] = {}
-
-    def walk(nodes: list[TreeNode], prefix: list[int | tuple[str, int]]) -> None:
+    def walk(nodes: list[TreeNode], prefix: Terms) -> None:
         for k, n in enumerate(nodes):
             if isinstance(n, Leaf):
-                out[n.op_id] = [*prefix, k]
+                own = shifts.get(n.op_id, {})
+                out[n.op_id] = [t if isinstance(t, int) or not own.get(t[0])
+                                else (t[0], t[1], own[t[0]]) for t in [*prefix, k]]
             else:
                 walk(n.body, [*prefix, k, (n.var, n.direction)])
 
@@ -109,20 +144,21 @@ def op_times(tree: list[TreeNode]) -> dict[int, Terms]:
     return out
 
 
-def _time_text(terms: list[int | tuple[str, int]], width: int) -> str:
-    parts = [str(t) if isinstance(t, int) else (t[0] if t[1] > 0 else f"-{t[0]}")
+def _time_text(terms: Terms, width: int) -> str:
+    parts = [str(t) if isinstance(t, int) else
+             (t[0] if t[1] > 0 else f"-{t[0]}") + (f" + {t[2]}" if len(t) > 2 else "")
              for t in terms]
     return ", ".join(parts + ["0"] * (width - len(parts)))
 
 
 def place(sdg: SDG, an: Analysis, tree: list[TreeNode], stored: list[TensorId],
-          signs: SignsFn) -> Node:
+          signs: SignsFn, shifts: Shifts | None = None) -> Node:
     """Each op's time vector, checked against every dependence; then our schedule tree with
     loop bounds, guards and frees at last use."""
-    times = op_times(tree)
+    times = op_times(tree, shifts)
     sched_op = TimeMaps(sdg, an, times, 2 * _depth(tree) + 1)
     _verify(sdg, an, times, sched_op, signs)
-    low = Lowering(sdg, an, tree, times, sched_op)
+    low = Lowering(sdg, an, tree, times, sched_op, shifts or {})
     low.place_frees(stored)
     return low.lower()
 

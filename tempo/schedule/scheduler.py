@@ -56,10 +56,10 @@ def compute_schedule(
             raise Unorderable([])
         signs = EdgeSigns(rest, an)
         builder = LoopTreeBuilder(rest, rest.ops, [v.name for v in rest.universe.variables],
-                                  signs)
+                                  signs, signs.distance)
         loops = builder.build()
         t2 = time.perf_counter()
-        out: Node = place(rest, an, loops, stored, builder.signs)
+        out: Node = place(rest, an, loops, stored, builder.signs, builder.shifts)
         t3 = time.perf_counter()
         if prologue:
             out = Seq([*(Exec(op_id, ()) for op_id in prologue), out, *epilogue])

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from tempo.compiler.passes.accumulate import keeps_loop
 from tempo.compiler.passes.vectorize_pieces import Pieces, plan_pieces
 from tempo.compiler.passes.vectorize_rules import Batching, batch_op
 from tempo.core import ops
@@ -123,8 +124,8 @@ def read_kind(sdg: SDG, e: Edge, d: Symbol, size: int, shifts: bool) -> Read | N
 
 def _candidate(sdg: SDG, op: ops.Op, d: Symbol, size: int, cfg: ExecutionConfig
                ) -> tuple[Batching, Pieces | None, list[Read]] | None:
-    if not op.domain.has_default_bound(d) or op.num_outputs == 0:
-        return None
+    if not op.domain.has_default_bound(d) or op.num_outputs == 0 or keeps_loop(op, d):
+        return None  # (a running sum along d placed it in its loop: `accumulate`)
     if not isinstance(op, ops.EvalSymbolOp) and any(
             not isinstance(x, int) and mentions(x, d) for x in op.runtime_exprs()):
         return None  # its kernel is told the point (a symbolic shape or slice start)
