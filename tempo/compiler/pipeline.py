@@ -1,8 +1,8 @@
 """The pass pipeline of ARCHITECTURE.md §5, in order: commit recurrences, the clean-up
-group to a fixpoint, running sums over time (accumulate), vectorisation, statify (tiled dynamic reads), incrementalisation,
-dataflow grouping (fused regions), storage choice. Each optimisation is switched by its
-ExecutionConfig flag; passes never execute the program (only constants are evaluated, in
-numpy)."""
+group to a fixpoint, running sums over time (accumulate), vectorisation, statify (tiled
+dynamic reads), incrementalisation, dataflow grouping (fused regions), storage choice.
+Each optimisation is switched by its ExecutionConfig flag; passes never execute the
+program (only constants are evaluated, in numpy)."""
 
 from __future__ import annotations
 

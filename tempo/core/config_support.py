@@ -147,10 +147,12 @@ FIELDS: dict[str, FieldSupport] = {
     **_entries(_I, "groups whose share of reads gathered from ops that keep their loop "
                "exceeds this keep their loops",
                "reject_vec_groups_with_external_deps_ratio_greater_than"),
-    **_entries(_I, "switches the incrementalisation pass: a tensor above "
+    **_entries(_I, "switches the incrementalisation passes: a tensor above "
                "incrementalize_mem_threshold bytes is computed in blocks of rows over a new "
-               "dimension (sums over the rows add up per-block sums)",
-               "enable_incrementalization"),
+               "dimension (sums over the rows add up per-block sums), and a sum over a "
+               "temporal dim whose per-step term reads a bounded window ahead (a gradient "
+               "summed over an episode with n-step targets) becomes a running sum inside "
+               "its loop (passes/accumulate.py)", "enable_incrementalization"),
     **_entries(_I, "tensors above this many bytes are computed in blocks",
                "incrementalize_mem_threshold"),
     **_entries(_I, "each block holds at most this percent of the rows (0: one row)",

@@ -45,7 +45,7 @@ class EdgeSigns:
 
     def __init__(self, sdg: SDG, an: Analysis) -> None:
         self.sdg, self.an = sdg, an
-        self._maps: dict[tuple[str, str, str, str, tuple[str, ...]], isl.Map] = {}
+        self._maps: dict[tuple[str, str, str | None, str, tuple[str, ...]], isl.Map] = {}
         self._rels: dict[int, isl.UnionMap] = {}
 
     def __call__(self, e: Edge, var: str, outer: tuple[str, ...] = ()) -> Signs:
