@@ -45,9 +45,9 @@ MAX_OUTER_POINTS = 256
 """A condition the inner counter alone does not decide is tried at up to this many points
 of the enclosing counters (more: it stays undecided, and those iterations Python)."""
 
-IMPURE = frozenset({"udf_source", "sink_udf", "map_udf", "barrier", "rand"})
-"""Ops that call back into Python or draw from the backend's generator (its key is Python
-state): never inside a scan."""
+IMPURE = frozenset({"udf_source", "sink_udf", "map_udf", "barrier"})
+"""Ops that call back into Python: never inside a scan. (Random draws are: the backend's
+key chain is carried through the scan, so the draws are the Python loop's.)"""
 
 Key = tuple[int | str, ...]
 """A point evaluated at one iteration: ints for parts that move with the counter, the
@@ -100,6 +100,7 @@ class Segment:
     last: dict[TensorId, list[int]] = field(default_factory=dict)  # survivors via carry
     pops: list[tuple[Free, list[int]]] = field(default_factory=list)
     deferred: list[If] = field(default_factory=list)  # frees an enclosing counter decides
+    draws: bool = False  # random draws: the backend's key is carried
     why: str = ""
 
     @property
@@ -241,6 +242,7 @@ class LoopAnalysis:
         self._resolve(self.loop.body, seg)
         its = range(seg.start, seg.stop)
         made: dict[TensorId, dict[Key, int]] = {}
+        seg.draws = any(isinstance(it.op, ops.RandOp) for it in seg.items)
         for k, it in enumerate(seg.items):
             for j in range(it.op.num_outputs):
                 tid = TensorId(it.op.op_id, j)
@@ -287,7 +289,7 @@ class LoopAnalysis:
             return Item(node, op, names, parts, [held[0]], alias=True)
         members = op.body if isinstance(op, ops.RegionOp) else (op,)
         bad = [m for m in members if m.name in IMPURE or getattr(m, "with_ts", False)
-               or getattr(m, "block_inputs", ())]
+               or getattr(m, "block_inputs", ()) or (m is not op and m.name == "rand")]
         if bad:
             raise Reject(f"{bad[0]!r} calls Python, draws random numbers or reads blocks")
         if op.num_outputs == 0:
@@ -295,6 +297,8 @@ class LoopAnalysis:
         if op.op_id in self.endings:
             raise Reject(f"{op!r} is a stop condition")
         kop = self.kernel_ops.get(op.op_id, op)
+        if isinstance(kop, ops.RandOp) and not kop.shape.is_static():
+            raise Reject(f"{op!r} draws a shape known only at run time")
         if not isinstance(op, ops.EvalSymbolOp) and any(
                 not isinstance(x, int) and self.moves(x.to_py(names))
                 for x in kop.runtime_exprs()):

@@ -15,8 +15,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from tempo.core import ops
+from tempo.core.dtype import DataType
 from tempo.core.index_expr import PY_GLOBALS
 from tempo.core.sdg import Edge, TensorId
+from tempo.runtime.backends.common import NP_OF
 from tempo.runtime.loops import Item, LoopAnalysis, Read, Reject, Segment
 from tempo.schedule.tree import Exec, If, Loop, Node, Seq, While, walk
 
@@ -53,7 +55,7 @@ class LoopLowering:
     """Lowers the candidate loops of one generated function (a hook of `CodeGen.emit`)."""
 
     def __init__(self, gen: Any, tree: Node, bounds: dict[str, int], runner: RunnerFactory,
-                 unstack: Callable[[Any], Any]) -> None:
+                 unstack: Callable[[Any], Any], backend: Any = None) -> None:
         self.gen = gen
         ended = {e.bound for e in gen.endings.values()}
         self.bounds = {k: v for k, v in bounds.items() if k not in ended}
@@ -61,6 +63,9 @@ class LoopLowering:
         self._enclosing(tree, {})
         self.runner = runner
         self.namespace: dict[str, Any] = {"unstack": unstack}
+        if backend is not None:  # the key chain random draws split (carried through scans)
+            self.namespace["_rkey"] = lambda: backend.key
+            self.namespace["_wkey"] = lambda key: setattr(backend, "key", key)
         self.plain: set[int] = set()  # sub-loops emitted as Python
         self.reports: list[LoopReport] = []
 
@@ -84,6 +89,9 @@ class LoopLowering:
         except (ArithmeticError, TypeError, ValueError) as exc:  # e.g. a division by 0
             self.reports.append(LoopReport(head, [], f"{type(exc).__name__}: {exc}"))
             return False
+        for s in segs:
+            if s.scanned and s.draws and "_rkey" not in self.namespace:
+                s.why = "random draws without the backend's key chain"
         if not any(s.scanned for s in segs):
             self.reports.append(LoopReport(head, [(an.counters[s.start], an.counters[s.stop - 1],
                                                    None, s.why) for s in segs]))
@@ -163,6 +171,8 @@ class LoopLowering:
                 lines.append(f"{pad}{c} = {self._counter(an, seg.start - j)}")
                 lines.append(f"{pad}_c{len(first)} = {self._stored(tid, parts)}")
                 first.append(f"_c{len(first)}")
+        if seg.draws:
+            first.append("_rkey()")
         lines.append(f"{pad}_lc = ({''.join(v + ', ' for v in first)})")
         span = self._range(an, seg.start, seg.stop)
         xs = "".join(f"stack([{s} for {c} in {span}]), " for s in seg.xs)
@@ -172,6 +182,8 @@ class LoopLowering:
         lines.append(f"{pad}else:")
         pad += "    "
         lines.append(f"{pad}_lf, _ly = _lr")
+        if seg.draws:
+            lines.append(f"{pad}_wkey(_lf[-1])")
         for j, (tid, keep) in enumerate(seg.stacked.items()):
             parts = seg.items[seg.producer[tid]].parts
             lines.append(f"{pad}_rows = unstack(_ly[{j}])")
@@ -231,6 +243,7 @@ class LoopLowering:
     def _step_source(self, seg: Segment, counter: str) -> str:
         """`def step(_li, _carry, _x)`: one iteration of the segment, in locals."""
         regs = [_reg(tid, j) for tid, d in seg.depth.items() for j in range(d, 0, -1)]
+        regs += ["_key"] if seg.draws else []
         lines = ["def step(_li, _carry, _x):",
                  f"    {counter} = _x[0]",
                  f"    ({''.join(f'i{k}, ' for k in range(len(seg.invariants)))}) = _li",
@@ -243,6 +256,7 @@ class LoopLowering:
             new = [_reg(tid, j) for j in range(d - 1, 0, -1)] + [_val(tid)]
             old = [_reg(tid, j) for j in range(d, 0, -1)]
             carry += [f"_fix({a}, {b})" for a, b in zip(new, old)]
+        carry += ["_key"] if seg.draws else []
         ys = [_val(tid) for tid in seg.stacked]
         lines.append(f"    return ({''.join(v + ', ' for v in carry)}), "
                      f"({''.join(v + ', ' for v in ys)})")
@@ -255,12 +269,20 @@ class LoopLowering:
             return f"{_val(TensorId(op.op_id, 0))} = {refs[0]}"
         kop = self.gen.kernel_ops.get(op.op_id, op)
         outs = ", ".join(_val(TensorId(op.op_id, j)) for j in range(op.num_outputs))
+        if isinstance(kop, ops.RandOp):  # the draw the kernel makes, from the carried key
+            shape = tuple(int(d) for d in kop.shape.as_static())
+            return f"_key, {outs} = _rand(_key, {shape!r}, {_np(kop.dtype)!r})"
         if isinstance(kop, ops.EvalSymbolOp):
-            return f"{outs} = _sym({kop.symbol.to_py(it.names)}, {kop.dtype.name!r})"
+            return f"{outs} = _sym({kop.symbol.to_py(it.names)}, {_np(kop.dtype)!r})"
         args = refs + [e.to_py(it.names) if not isinstance(e, int) else str(e)
                        for e in kop.runtime_exprs()]
         comma = "," if op.num_outputs > 1 else ""
         return f"{outs}{comma} = k{op.op_id}({', '.join(args)})"
+
+
+def _np(dt: DataType) -> str:
+    """The numpy (and jax) name of a Tempo dtype."""
+    return str(NP_OF[dt.name])
 
 
 def _ref(r: Read) -> str:

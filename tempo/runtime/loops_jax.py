@@ -16,6 +16,13 @@ def _sym(value: Any, dtype: str) -> Any:
     return jnp.asarray(value, dtype=dtype)
 
 
+def _rand(key: Any, shape: tuple[int, ...], dtype: str) -> tuple[Any, Any]:
+    """A `rand` inside the step: the jax kernel's draw (prims/sources.py), from the key the
+    scan carries, so the draws are those the Python loop would have made."""
+    key, sub = jax.random.split(key)
+    return key, jax.random.uniform(sub, shape, dtype=dtype)
+
+
 def _fix(new: Any, old: Any) -> Any:
     """A carry keeps its entry dtype (a value computed with Python scalars may come back
     weakly typed, which scan rejects)."""
@@ -28,7 +35,7 @@ class ScanRunner:
     why, `calls` counts the scans run."""
 
     def __init__(self, source: str, ns: dict[str, Any], counters: list[int]) -> None:
-        ns = dict(ns, _sym=_sym, _fix=_fix)
+        ns = dict(ns, _sym=_sym, _fix=_fix, _rand=_rand)
         exec(compile(source, "<tempo-loop-step>", "exec"), ns)  # noqa: S102 - our source
         step = ns["step"]
         self.source = source

@@ -203,3 +203,62 @@ def test_other_backends_run_python_loops_either_way(tmp_path: Any, backend: str)
     assert exe.compiled_loops() == []
     for name in on:
         _close(on[name], off[name].numpy(), 0.0)
+
+
+B_, OBS = 4, 3
+W1 = (RNG.standard_normal((OBS, 8)) * 0.5).astype(np.float32)
+W2 = (RNG.standard_normal((8, OBS)) * 0.5).astype(np.float32)
+S0 = RNG.uniform(-0.5, 0.5, (B_, OBS)).astype(np.float32)
+
+
+def acting(tT: Any) -> dict[str, RT]:
+    """An acting loop with an environment written in Tempo ops: a tanh policy plus
+    exploration noise (a random draw per step), the state moved by the clipped action,
+    reward -|s'|: a recurrence through policy and environment."""
+    t, _ = tT
+    s = RT.placeholder((B_, OBS), dtypes.float32, domain=(t,))
+    s[0] = RT.const(S0)
+    noise = RT.random((B_, OBS), dtypes.float32, domain=(t,))
+    a = (s @ RT.const(W1)).tanh() @ RT.const(W2) + (noise - 0.5) * 0.2
+    nxt = (s + a.clip(-1.0, 1.0) * 0.05).clip(-1.0, 1.0)
+    s[t + 1] = nxt
+    return {"s": s, "noise": noise, "r": -nxt.abs().sum(1)}
+
+
+def test_an_acting_loop_with_an_env_in_tempo_ops_scans(tmp_path: Any) -> None:
+    on, off, exe = _both(tmp_path, acting, {0: T_})
+    for name in on:  # the same draws: the key chain is carried through the scan
+        _close(on[name], off[name].numpy(), 1e-6)
+    noise, s, rs = on["noise"].numpy(), [S0], []
+    for k in range(T_):
+        a = np.tanh(s[-1] @ W1) @ W2 + (noise[k] - 0.5) * 0.2
+        s.append(np.clip(s[-1] + np.clip(a, -1, 1) * 0.05, -1, 1))
+        rs.append(-np.abs(s[-1]).sum(1))
+    _close(on["s"], np.stack(s[:-1]))
+    _close(on["r"], np.stack(rs))
+    assert _scanned(exe)
+
+
+def test_rnn_bptt_gradients_equal_with_and_without_compiled_loops(tmp_path: Any) -> None:
+    n = 10
+    xs = RNG.standard_normal((n, 3)).astype(np.float32)
+
+    def build(tT: Any) -> dict[str, RT]:
+        t, _ = tT
+        w = RT.const(W, requires_grad=True)
+        h = RT.placeholder((3,), dtypes.float32, domain=(t,))
+        h[0] = _x(t, xs).tanh()
+        h[True] = (h[t - 1] @ w + _x(t, xs)).tanh()
+        (h * h).sum().backward()
+        return {"h": h, "gw": w.grad}
+
+    on, off, exe = _both(tmp_path, build, {0: n})
+    wt = torch.from_numpy(W).requires_grad_()
+    hs = [torch.tanh(torch.from_numpy(xs[0]))]
+    for k in range(1, n):
+        hs.append(torch.tanh(hs[-1] @ wt + torch.from_numpy(xs[k])))
+    (torch.stack(hs) ** 2).sum().backward()
+    _close(on["gw"], wt.grad.numpy(), 1e-4)
+    _close(on["gw"], off["gw"].numpy(), 1e-5)
+    _close(on["h"], torch.stack(hs).detach().numpy())
+    assert len(_scanned(exe)) >= 2  # the forward and the backward recurrence

@@ -150,7 +150,8 @@ class PythonExecutor(Executor):
         self._lowerings: list[Any] = []
 
         def make(gen: Any) -> Any:
-            low = LoopLowering(gen, self.schedule.tree, self.bounds, ScanRunner, unstack)
+            low = LoopLowering(gen, self.schedule.tree, self.bounds, ScanRunner, unstack,
+                               self.backend)
             self._lowerings.append(low)
             return low
 
