@@ -19,6 +19,7 @@ from tempo.api.autodiff.reverse import Validity, reverse_edge
 from tempo.api.autodiff.support import BranchSupport
 from tempo.api.autodiff.tape import Tape, tape_of
 from tempo.api.tensor_base import RTBase
+from tempo.compiler.passes.lower_fused import lower_before_autodiff
 from tempo.core import index_expr as ie
 from tempo.core import naming, ops
 from tempo.core.domain import Domain
@@ -61,6 +62,9 @@ def backward(x: RT, grad: Any = None) -> None:
         tape = tape_of(ctx)
         if x.requires_grad is True:
             tape.note_leaf(x)
+        # hand-written softmax / norms / attention become the fused primitives first, so
+        # their closed-form gradients apply (tempo.compiler.passes.lower_fused)
+        lower_before_autodiff(ctx.sdg, ctx.execution_config, frozenset(tape.stopped))
         root = x.ident()
         seed = _seed(root, grad)
         bw = _Backward(ctx, root.tensor_id)

@@ -14,7 +14,9 @@ that checks its pattern on one op and, if it holds, rewrites with the SDG helper
 
 `x+0.0` is not `x` for `x = -0.0`, and `x*0` is not 0 for inf or NaN: such rules are absent.
 Rules over several ops at once (sum of cat, recurrences into cumsum) live in their own
-modules and are registered at the end of the table."""
+modules and are registered at the end of the table; last come the lowerings of
+hand-written softmax, norms and attention to the fused primitives (`lower_fused`), the
+only rules that are not bit for bit: the fused kernels round differently."""
 
 from __future__ import annotations
 
@@ -24,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from tempo.compiler.passes import lower_fused
 from tempo.compiler.passes.constant_folding import read_value
 from tempo.compiler.passes.recurrence_lifting import lift_cumsum
 from tempo.compiler.passes.sum_of_cat import sum_of_cat
@@ -349,5 +352,6 @@ RULES: tuple[Rule, ...] = (
     Rule("identity_operand", (ops.BinaryOp,), _identity_operand),
     Rule("sum_of_cat", (ops.SumOp,), sum_of_cat),
     Rule("lift_cumsum", (ops.MergeOp,), lift_cumsum),
+    *(Rule(name, kinds, fn) for name, (kinds, fn) in lower_fused.rules().items()),
 )
 """Every rule, in the order they are tried on an op."""
