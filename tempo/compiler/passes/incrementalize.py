@@ -111,34 +111,52 @@ def rewrite(sdg: SDG, reg: Region, var: Symbol, k: int) -> None:
         sdg.tensors[tid] = TensorInfo(shape_with(info.shape, d, u), info.dtype)
     for e in internal:
         sdg.set_input(e, e.src, e.expr.append_member(var))
-    sliced: dict[tuple[TensorId, str, int, tuple[str, ...]], TensorId] = {}
+    sliced: dict[tuple[TensorId, str, int, tuple[str, ...]], tuple[TensorId, IndexSequence]] = {}
 
-    def rows_of(e: Edge, dom: Domain) -> TensorId:
+    def rows_of(e: Edge, dom: Domain) -> tuple[TensorId, IndexSequence]:
         """Block `var` of the rows along dim `reg.leaves[e]` of what `e` reads (one slice
-        op for every reader of the same rows)."""
+        op for every reader of the same rows), and how `dom` reads it."""
         j = reg.leaves[e]
         key = (e.src, str(e.expr), j, tuple(v.name for v in dom.variables))
         if key not in sliced:
-            sliced[key] = _new(sdg, ops.SliceOp, dom, [(e.src, e.expr)], dim=j,
-                               start=var * u, length=u)
+            sliced[key] = _slice_before_stack(sdg, e, j, var, u) or (
+                _new(sdg, ops.SliceOp, dom, [(e.src, e.expr)], dim=j, start=var * u,
+                     length=u), dom.basis_expr)
         return sliced[key]
 
     for e in [e for e in reg.leaves if e.sink in reg.dims]:
         dom = sdg.ops[e.sink].domain
-        sdg.set_input(e, rows_of(e, dom), dom.basis_expr)
+        sdg.set_input(e, *rows_of(e, dom))
     whole = _all_blocks(k)
     for x in sorted(reg.exits):  # a partial result per block, summed over the blocks
         op = sdg.ops[x]
         dom = op.domain.append_dim(var)
         part = replace(op, op_id=sdg.new_id(), domain=dom)
-        sdg.add_inferred(part, [(e.src if e.src.op_id in reg.dims else rows_of(e, dom),
-                                 dom.basis_expr) for e in sdg.in_edges[x]])
+        sdg.add_inferred(part, [(e.src, dom.basis_expr) if e.src.op_id in reg.dims
+                                else rows_of(e, dom) for e in sdg.in_edges[x]])
         sdg.redefine(ops.SumOp(op_id=x, domain=op.domain, dims=(0,), site=op.site),
                      [(TensorId(part.op_id, 0), op.domain.basis_expr.append_member(whole))])
     for i, readers in reg.concat.items():
         joined = _joined(sdg, TensorId(i, 0), reg.dims[i], whole)
         for e in readers:
             sdg.set_input(e, joined, e.expr)
+
+
+def _slice_before_stack(sdg: SDG, e: Edge, j: int, var: Symbol, u: int
+                        ) -> tuple[TensorId, IndexSequence] | None:
+    """A leaf read stacking points of its source (`x[i, 0:T]`) and sliced along a dim of
+    the points themselves: each point is sliced where it is made and the block reads the
+    stack of slices (`x'[i, 0:T, k]`), so the whole stack never exists (E6: 128 steps of
+    observations read once per block of features). None where the read stacks nothing or
+    slices a stacked dim."""
+    lead = e.expr.num_slices()
+    src = sdg.ops[e.src.op_id]
+    if not lead or j < lead or e.cond is not None or var in src.domain:
+        return None
+    dom = src.domain.append_dim(var)
+    tid = _new(sdg, ops.SliceOp, dom, [(e.src, src.domain.basis_expr)], dim=j - lead,
+               start=var * u, length=u)
+    return tid, e.expr.append_member(var)
 
 
 def _all_blocks(k: int) -> Slice:
