@@ -85,8 +85,8 @@ E6_QUICK_SIZES = [8, 128]  # the small-obs speed point, and one past CleanRL's c
 
 def _e6_grid(quick: bool) -> list[Point]:
     """§7.7: 16 envs x 128 steps under C_dev = 256 MiB. Quick: the smallest and the largest
-    observation, 3 iterations (the first is dropped), without tempo-jax (its first run compiles for minutes at
-    3x128x128)."""
+    observation, 3 iterations (the first is dropped), without tempo-jax (its first run
+    compiles for minutes at 3x128x128)."""
     sizes = E6_QUICK_SIZES if quick else E6_SIZES
     cfgs = [dict(num_layers=2, params_per_layer=64, ep_len=128, num_envs=16,
                  obs_shape=[3, s, s], iterations=3 if quick else 5, cap_bytes=256 * MIB)
