@@ -157,3 +157,38 @@ def test_gradients_of_tiled_reductions(backend: str, window: int | None,
     total.backward()  # type: ignore[union-attr]
     torch.testing.assert_close(exe.get_spatial_tensor_torch(w.grad.tensor_id), tw.grad,
                                rtol=1e-4, atol=1e-5)
+
+
+def test_jax_backward_compiles_a_constant_number_per_bound(tmp_path: Any) -> None:
+    """The backward of a growing sum, mean and max on jax: the sums' and the max's
+    gradients are padded at the static bound and the `g[t:T]` reads tiled, so a run at a
+    new T compiles the same few kernels (those whose shape holds T), not one set per step
+    (untiled: 96, 111 and 223 compilations at T = 8, 16, 32)."""
+    from jax._src.interpreters import pxla
+
+    counted = [0]
+    compile_ = pxla._cached_compilation
+
+    def counting(*args: Any, **kw: Any) -> Any:
+        counted[0] += 1
+        return compile_(*args, **kw)
+
+    Xd = RNG.standard_normal((32, 4)).astype(np.float32)
+    Wd = RNG.standard_normal((4, 4)).astype(np.float32)
+
+    def run(steps: int) -> int:
+        ctx = TempoContext(_cfg(tmp_path, "jax", 4), num_dims=1)
+        ((t, T),) = ctx.variables_and_bounds
+        with ctx:
+            w = RT.const(Wd, requires_grad=True)
+            r = (_src(Xd, t) @ w).tanh()[0: t + 1]
+            (r.sum(0) * r.max(0)[0] + r.mean(0)).sum().backward()
+        exe = ctx.compile({T: steps})
+        counted[0] = 0
+        exe.execute()
+        return counted[0]
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(pxla, "_cached_compilation", counting)
+        counts = [run(steps) for steps in (8, 16, 32)]
+    assert counts[2] == counts[1] < 16, counts

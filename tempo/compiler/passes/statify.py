@@ -28,7 +28,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from tempo.compiler.passes import statify_reduce
+from tempo.compiler.passes import statify_pad, statify_reduce
 from tempo.core import ops
 from tempo.core.configs import ExecutionConfig
 from tempo.core.dtype import dtypes
@@ -48,6 +48,7 @@ def run(sdg: SDG, cfg: ExecutionConfig) -> SDG:
             m = _match_sdpa(sdg, op, variables)
         if m is not None:
             _rewrite(sdg, op, m, cfg.inc_statify_block_size)
+    statify_pad.run(sdg)
     statify_reduce.run(sdg, cfg.inc_statify_block_size, variables)
     return sdg
 
