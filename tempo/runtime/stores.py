@@ -16,8 +16,9 @@ the layout, the executor checks the schedule allows it):
   order and memory is O(W), flat in T.
 * values consumed at once get no store at all (codegen binds them to a local).
 
-Every store charges and credits one `MemoryAccountant`; swapped points live in its host
-pool (`HostPool`), counted apart from the device.
+Every store charges and credits one `MemoryAccountant`; swapped points and blocks
+(runtime/swap.py, runtime/swap_blocks.py) live in its host pool, counted apart from the
+device.
 """
 
 from __future__ import annotations

@@ -5,7 +5,9 @@ copy on a GPU, a separate copy on the CPU). Under `device_memory_cap_bytes` the 
 also offloads the least recently stored points when a charge would pass the cap and the
 plan has not freed enough (points read in the stage that made them, caps tighter than the
 plan). A read of a point still on the host fetches it then (a demand fetch). Results are
-unchanged: the host copy is exact.
+unchanged: the host copy is exact. Block stores move whole blocks the same way
+(runtime/swap_blocks.py); both kinds share one `Swapper`, so pressure takes the oldest
+point or complete block first.
 """
 
 from __future__ import annotations
