@@ -6,7 +6,8 @@ runs interleaved (BENCHMARKS.md: on a shared machine never trust one absolute ti
 ppo_tempo.py: trivial env, obs 3x4x4, 2x64 MLP, Adam) on each backend, times its compile in
 CPU seconds and its first (warm-up) run, then alternates one untracked run of each Tempo
 backend with one CleanRL-style and one CleanRL(C) run (one torch thread) and prints min and
-median ms per iteration, the ratios to CleanRL-style, and `uptime` before and after.
+median ms per iteration (wall, and the process CPU time, which a loaded machine inflates
+less), the ratios to CleanRL-style, and `uptime` before and after.
 
 It also counts kernel calls per iteration: Tempo's generated kernel calls (split into the
 calls per env step of ops inside the t loop and the calls of the rest, per iteration) and
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import functools
 import os
 import statistics
 import time
@@ -106,6 +108,10 @@ def cleanrl_calls(c: dict[str, Any], caching: bool) -> float:
     return float(counts[1] - counts[0])
 
 
+def _cleanrl_run(c: dict[str, Any], caching: bool) -> None:
+    ppo_cleanrl.train(c, DeviceMemoryAccountant(), StatsLogger(), caching=caching)
+
+
 def _uptime() -> str:
     return os.popen("uptime").read().strip()
 
@@ -132,23 +138,30 @@ def run(B: int, T: int, iters: int, reps: int, backends: list[str]) -> list[str]
     for name, caching in (("cleanrl", False), ("cleanrlcache", True)):
         lines.append(f"{name}: {cleanrl_calls(c, caching):.0f} torch calls/iter")
         print(lines[-1], flush=True)
-    times: dict[str, list[float]] = {k: [] for k in [*exes, "cleanrl", "cleanrlcache"]}
+    names = [*exes, "cleanrl", "cleanrlcache"]
+    times: dict[str, list[float]] = {k: [] for k in names}
+    cpu_ms: dict[str, list[float]] = {k: [] for k in names}
+
+    def timed(name: str, fn: Callable[[], Any]) -> None:
+        t, c0 = time.perf_counter(), time.process_time()
+        fn()
+        cpu_ms[name].append((time.process_time() - c0) / iters * 1e3)
+        times[name].append((time.perf_counter() - t) / iters * 1e3)
+
     for _ in range(reps):
         for be, exe in exes.items():
             exe.reset()
-            t = time.perf_counter()
-            exe.execute()
-            times[be].append((time.perf_counter() - t) / iters * 1e3)
+            timed(be, exe.execute)
         for name, caching in (("cleanrl", False), ("cleanrlcache", True)):
-            t = time.perf_counter()
-            ppo_cleanrl.train(c, DeviceMemoryAccountant(), StatsLogger(), caching=caching)
-            times[name].append((time.perf_counter() - t) / iters * 1e3)
-    ref_min, ref_med = min(times["cleanrl"]), statistics.median(times["cleanrl"])
-    for k, v in times.items():
+            timed(name, functools.partial(_cleanrl_run, c, caching))
+    ref, ref_cpu = times["cleanrl"], cpu_ms["cleanrl"]
+    for k in names:
+        v, cv = times[k], cpu_ms[k]
         label = f"tempo-{k}" if k in exes else k
-        lines.append(f"{label:13s} min {min(v):7.2f} med {statistics.median(v):7.2f} ms/iter"
-                     f"  /cleanrl min {min(v) / ref_min:.2f} med "
-                     f"{statistics.median(v) / ref_med:.2f}")
+        lines.append(f"{label:13s} wall min {min(v):7.2f} med {statistics.median(v):7.2f} "
+                     f"ms/iter (/cleanrl min {min(v) / min(ref):.2f} med "
+                     f"{statistics.median(v) / statistics.median(ref):.2f}) | process CPU min "
+                     f"{min(cv):7.2f} ms/iter (/cleanrl {min(cv) / min(ref_cpu):.2f})")
         print(lines[-1], flush=True)
     lines.append(f"# after: {_uptime()}")
     print(lines[-1], flush=True)

@@ -3,7 +3,9 @@ returns, n-step TD residuals and generalised advantage estimation.
 
 Windowed objectives read a dynamic slice `r[.., t:min(t+n, T), ..]` and dot it with the
 discounts, so a value at `t` needs only the next `n` rewards (TD(n) keeps O(n) history, the
-point of E7). GAE is the backward recurrence `A[t] = δ[t] + γλ·A[t+1]` (O(1) per point).
+point of E7). GAE is the backward recurrence `A[t] = δ[t] + γλ·A[t+1]`, computed in closed
+form as a (T, T) weight matrix times δ[0:T] (one batched call instead of T dependent steps;
+O(T) per point, O(T²) arithmetic).
 
 `T` may be smaller than the true bound of `t` (a truncated window): every objective then
 bootstraps from the value at `T`, which exists. With `T` the true bound, nothing past the
@@ -135,8 +137,11 @@ def gae(r: RecurrentTensor, v: RecurrentTensor, t: ie.Symbol, T: Any = None,
     delta = r + _bootstrap(v, t, T, 1, float(gamma)) - v
     if float(lambda_) == 0.0:
         return _inside(delta, t, T)
-    adv = RecurrentTensor.placeholder(delta.shape, delta.dtype, domain=delta.unindexed_domain)
-    adv[t >= ie.lift_to_int_ie(T) - 1] = delta
-    adv[True] = delta + adv[_time_index(adv, t, t + 1, "the advantages")] * (
-        float(gamma) * float(lambda_))
+    # the backward recurrence A[t] = δ[t] + γλ·A[t+1] in closed form: one (T, T) weight
+    # matrix times δ[0:T], read back at t — a batched call, not T dependent steps
+    whole = ie.Slice(ie.lift_to_int_ie(0), ie.lift_to_int_ie(T))
+    window = delta[_time_index(delta, t, whole, "the TD residuals")]
+    adv_all = window.discounted_cum_sum(float(gamma) * float(lambda_), 0, False)
+    at = t if _same(T, t.as_bound()) else ie.min(t, ie.lift_to_int_ie(T) - 1)  # in range
+    adv = adv_all.index(0, at)
     return _inside(adv, t, T)

@@ -19,6 +19,7 @@ import gymnasium as gym
 import numpy as np
 
 from tempo.api.recurrent_tensor import RecurrentTensor
+from tempo.api.rl.env import trivial_ops
 from tempo.api.rl.env.env_registry.env_registry import EnvBuildCtx, EnvRegistry
 from tempo.api.rl.env.env_runner import Runner
 from tempo.api.rl.env.wrappers import TempoEnvWrapper
@@ -117,10 +118,13 @@ class Env:
                         math.prod(self.single_observation_shape), np.dtype(pack),
                         self.single_action_shape)
         runner.obs_shape = self.single_observation_shape
+        runner.steps_as_ops = trivial_ops.applies(self)
         self._runners.append(runner)
-        return RecurrentTensor.source_with_ts_udf(
+        obs = RecurrentTensor.source_with_ts_udf(
             runner.reset_point, tuple(self.observation_shape), obs_dt, domain=dom,
             lazy_vectorized_version=runner.reset_vectorized, name=f"{self.name}.reset")
+        runner.reset_value = obs
+        return obs
 
     def step(self, actions: Any, domain: DomainLike = None) -> tuple[
             RecurrentTensor, RecurrentTensor, RecurrentTensor, RecurrentTensor]:
@@ -129,6 +133,8 @@ class Env:
         dom = a.domain if domain is None else Domain.from_(domain, none_is_empty=True)
         runner = self._runner_for(dom)
         a = self._checked_actions(a)
+        if runner.steps_as_ops:
+            return trivial_ops.step(self, runner, a, dom)
         n_obs = math.prod(self.single_observation_shape)
         lead = self._lead()
         pack_dt = dtypes.float64 if runner.pack_dtype == np.float64 else dtypes.float32

@@ -134,6 +134,8 @@ class Runner:
         self.spare: dict[tuple[Any, int], list[Slot]] = {}
         self.layouts: set[Any] = set()  # how resets ran: () per point, else vectorised dims
         self.step_layouts: set[Any] = set()  # steps the compiler vectorised (compile time)
+        self.steps_as_ops = False  # steps are Tempo ops (trivial_ops), resets only here
+        self.reset_value: Any = None  # the reset's recurrent tensor (Env.reset sets it)
 
     # ---------------------------------------------------------------- slots
     def _key(self, ts: dict, skip: Sequence[Symbol] = ()) -> tuple[int, ...]:
@@ -215,7 +217,12 @@ class Runner:
     def reset_vectorized(self, dim: Symbol, size: int) -> Callable[[dict], Any] | None:
         """`lazy_vectorized_version(dim, size)` of reset: all `size` points along `dim` at
         once, obs (size, [num_envs], *obs) from one vector env; None (keep the loop) for a
-        dim the episodes step along."""
+        dim the episodes step along. With steps as Tempo ops (the trivial env) nothing ties
+        the reset to a step's layout: it batches along the reset's first dim only (the envs,
+        `b` of `(b, i)`), so that later dims (the iterations `i`) do not start every
+        iteration's episodes up front, one reset call per env."""
+        if self.steps_as_ops and dim != self.vars[0]:
+            return None
         return self.reset_block([(dim, size)]) if dim in self.vars else None
 
     def step_vectorized(self, dim: Symbol, size: int) -> Callable[[Any, dict], Any] | None:
@@ -229,7 +236,8 @@ class Runner:
         layout = tuple(zip(map(str, syms), sizes))
 
         def reset(ts: dict) -> np.ndarray:
-            if layout not in self.step_layouts:  # step keeps its loop: one env per point
+            if layout not in self.step_layouts and not self.steps_as_ops:
+                # step keeps its loop: one env per point
                 return np.stack([self.reset_point(p) for p in _points(ts, syms, sizes)]
                                 ).reshape((*sizes, *self._obs_point_shape()))
             key = self._key(ts, syms)
