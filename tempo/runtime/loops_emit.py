@@ -22,7 +22,7 @@ from tempo.runtime.backends.common import NP_OF
 from tempo.runtime.loops import Item, LoopAnalysis, Read, Reject, Segment
 from tempo.schedule.tree import Exec, If, Loop, Node, Seq, While, walk
 
-Row = Callable[[Any, int], Any]
+Rows = Callable[[Any, int, int], list[Any]]
 RunnerFactory = Callable[[str, dict[str, Any], list[int]], Any]
 """(step source, its namespace, the segment's counter values) -> a runner: called with
 (invariants, first carries, stacked reads), it returns (last carries, stacked outputs),
@@ -56,14 +56,14 @@ class LoopLowering:
     """Lowers the candidate loops of one generated function (a hook of `CodeGen.emit`)."""
 
     def __init__(self, gen: Any, tree: Node, bounds: dict[str, int], runner: RunnerFactory,
-                 row: Row, backend: Any = None) -> None:
+                 rows: Rows, backend: Any = None) -> None:
         self.gen = gen
         ended = {e.bound for e in gen.endings.values()}
         self.bounds = {k: v for k, v in bounds.items() if k not in ended}
         self.outer: dict[int, dict[str, range]] = {}  # id(loop) -> enclosing static ranges
         self._enclosing(tree, {})
         self.runner = runner
-        self.namespace: dict[str, Any] = {"row": row}
+        self.namespace: dict[str, Any] = {"rows": rows}
         if backend is not None:  # the key chain random draws split (carried through scans)
             self.namespace["_rkey"] = lambda: backend.key
             self.namespace["_wkey"] = lambda key: setattr(backend, "key", key)
@@ -188,12 +188,14 @@ class LoopLowering:
         for j, (tid, keep) in enumerate(seg.stacked.items()):
             parts = seg.items[seg.producer[tid]].parts
             if keep == list(range(keep[0], keep[-1] + 1)):
+                lines.append(f"{pad}_rows = rows(_ly[{j}], {keep[0] - seg.start}, {len(keep)})")
                 lines.append(f"{pad}for _n, {c} in enumerate("
-                             f"{self._range(an, keep[0], keep[-1] + 1)}, {keep[0] - seg.start}):")
+                             f"{self._range(an, keep[0], keep[-1] + 1)}):")
             else:
+                lines.append(f"{pad}_rows = rows(_ly[{j}], 0, {seg.stop - seg.start})")
                 pairs = ", ".join(f"({n - seg.start}, {self._counter(an, n)})" for n in keep)
                 lines.append(f"{pad}for _n, {c} in ({pairs}, ):")
-            lines.append(f"{pad}    {self._stored(tid, parts)} = row(_ly[{j}], _n)")
+            lines.append(f"{pad}    {self._stored(tid, parts)} = _rows[_n]")
         base = 0
         for tid, depth in seg.depth.items():
             parts = seg.items[seg.producer[tid]].parts

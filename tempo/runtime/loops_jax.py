@@ -61,10 +61,18 @@ class ScanRunner:
         return out
 
 
-_ROW = jax.jit(lambda x, i: jax.lax.dynamic_index_in_dim(x, i, keepdims=False))
+CHUNK = 16
+"""Rows taken per dispatch when a stacked output is written back to point stores."""
+
+_CHUNK = jax.jit(lambda x, i: tuple(jax.lax.dynamic_index_in_dim(x, i + k, keepdims=False)
+                                    for k in range(CHUNK)))
 
 
-def row(x: Any, i: int) -> Any:
-    """Row `i` of a scan's stacked output: one compile per shape (`jnp.unstack` compiles a
-    function with one output per row: 12 CPU-s at 256 rows), one dispatch per row."""
-    return _ROW(x, i)
+def rows(x: Any, start: int, count: int) -> list[Any]:
+    """Rows `start..start+count-1` of a scan's stacked output, `CHUNK` per dispatch through
+    one jitted function per shape (`jnp.unstack` compiles one output per row: 12 CPU-s at
+    256 rows; a dispatch per row cost more than the kernels the scan saved, under load)."""
+    out: list[Any] = []
+    for i in range(start, start + count, CHUNK):  # indices past the end clamp: dropped
+        out.extend(_CHUNK(x, i))
+    return out[:count]

@@ -145,12 +145,12 @@ class PythonExecutor(Executor):
         if not (self.cfg.enable_compiled_loops and self.backend.name == "jax"):
             return None
         from tempo.runtime.loops_emit import LoopLowering
-        from tempo.runtime.loops_jax import ScanRunner, row
+        from tempo.runtime.loops_jax import ScanRunner, rows
 
         self._lowerings: list[Any] = []
 
         def make(gen: Any) -> Any:
-            low = LoopLowering(gen, self.schedule.tree, self.bounds, ScanRunner, row,
+            low = LoopLowering(gen, self.schedule.tree, self.bounds, ScanRunner, rows,
                                self.backend)
             self._lowerings.append(low)
             return low
