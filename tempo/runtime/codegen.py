@@ -13,7 +13,12 @@ from tempo.core.errors import TempoError, UnsupportedError
 from tempo.core.index_expr import PY_GLOBALS, IndexSequence, Slice
 from tempo.core.sdg import SDG, Edge, TensorId
 from tempo.runtime.codegen_charges import Charges
-from tempo.runtime.codegen_locals import WriteThrough, transient_tensors, write_through
+from tempo.runtime.codegen_locals import (
+    WriteThrough,
+    one_slot_tensors,
+    transient_tensors,
+    write_through,
+)
 from tempo.schedule.tree import Exec, Fetch, Free, If, Loop, Node, Offload, Seq, While
 
 
@@ -125,9 +130,13 @@ class CodeGen:
         self.through = WriteThrough()  # block-stored values also kept in locals
         self.reading: int = 0  # id of the Exec whose reads are being emitted
         self.loops: Any = None  # lowers loops to compiled ones (runtime/loops_emit.py)
+        self.deferred: set[TensorId] = set()  # block stores written through `pending`
 
-    def plan_locals(self, tree: Node, candidates: set[TensorId]) -> None:
-        """Keep the candidates that are consumed where they are made in locals."""
+    def plan_locals(self, tree: Node, candidates: set[TensorId], tracked: bool) -> None:
+        """Keep the candidates that are consumed where they are made in locals: those
+        freed where they are made (`transient_tensors`, charged by a tracked run), and
+        those one local can hold (`one_slot_tensors`; a tracked run takes only those
+        that are a stored value under another name, which it charges nothing)."""
         def exec_key(op_id: int, point: tuple[str, ...]) -> str:
             op = self.sdg.ops[op_id]
             names = self._names(op, point)
@@ -140,6 +149,17 @@ class CodeGen:
             return self._key([m.to_py(names) for m in e.expr])
 
         self.local = transient_tensors(tree, self.sdg, candidates, exec_key, read_key)
+        slot = one_slot_tensors(tree, self.sdg, candidates - self.local, exec_key, read_key)
+        if tracked:  # a local whose free may run without its write must cost nothing:
+            named: set[TensorId] = set()  # a stored value under another name
+            for op in self.sdg.topological():
+                t = TensorId(op.op_id, 0)
+                if t in slot and isinstance(op, ops.MergeOp | ops.IdentOp) and all(
+                        e.is_point() and e.src not in self.local and e.src not in named
+                        for e in self.sdg.in_edges[op.op_id]):
+                    named.add(t)
+            slot = named
+        self.local |= slot
         self.through = write_through(tree, self.sdg, set(self.blocked), exec_key, read_key)
 
     # ---------------------------------------------------------------- expressions
@@ -415,7 +435,14 @@ class CodeGen:
         pre, at = self._key(point[:d] + point[d + 1:]), point[d]
         if tid in self.through.tensors and not isinstance(op, ops.MergeOp):
             v = local_name(tid)  # read back where it is written: keep it in a local too
-            return f"{v} = {value}; w{store_name(tid)}({pre}, {at}, {v})"
+            return f"{v} = {value}; {self.write(tid, pre, at, v)}"
+        return self.write(tid, pre, at, value)
+
+    def write(self, tid: TensorId, pre: str, at: str, value: str) -> str:
+        """A block or window store's write of point `at` of prefix `pre`: a deferred store
+        takes the value into its pending dict (no Python call), others copy it in."""
+        if tid in self.deferred:
+            return f"p{store_name(tid)}[{pre}][{at}] = {value}"
         return f"w{store_name(tid)}({pre}, {at}, {value})"
 
     def merge(
@@ -489,6 +516,8 @@ def generate(
     blocked = {tid: s.dim for tid, s in stores.items() if hasattr(s, "read_slice")}
     gen = CodeGen(sdg, kernels, set(stores), steps, blocked, endings, kernel_ops,
                   tick is not None)
+    gen.deferred = {tid for tid in blocked if isinstance(getattr(stores[tid], "pending", None),
+                                                         dict)}
     gen.find_ended_loops(tree)
     lost = [e.var for e in endings if e not in gen.ended_loops.values()]
     if lost:
@@ -498,7 +527,8 @@ def generate(
         stop = {e.tensor for e in endings}
         gen.plan_locals(tree, {tid for tid, s in stores.items() if isinstance(s, dict)
                                and (type(s) is dict or accountant is not None)
-                               and not sdg.is_kept(tid.op_id) and tid not in stop})
+                               and not sdg.is_kept(tid.op_id) and tid not in stop},
+                        tracked=accountant is not None)
         if accountant is not None:
             gen.charges = Charges(sdg, gen.local, views_share)
     if loops is not None:
@@ -522,6 +552,8 @@ def generate(
         ns[store_name(tid)] = store
         if tid in blocked:
             ns["w" + store_name(tid)] = store.write
+        if tid in gen.deferred:
+            ns["p" + store_name(tid)] = store.pending
     for tid, dim, block in tiled_point_reads(sdg, blocked):
         if block_reader is None:
             raise UnsupportedError(f"{tid} is read in blocks but no block reader was given")

@@ -9,6 +9,7 @@ the schedule tree because only the schedule says where the last reader and the f
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -79,6 +80,116 @@ def transient_tensors(
         if all(_read_ok(e, sites, ppath, fpath, key, read_key) for e in sdg.readers(tid)):
             out.add(tid)
     return out
+
+
+# ---------------------------------------------------------------- one-slot locals
+Step = tuple[str, int, int]
+"""One step down the tree: ("S", id of a Seq, child index) or ("I", id of an If, 0 for its
+`then`, 1 for its `else`)."""
+
+
+@dataclass
+class _Site:
+    path: tuple[Step, ...]
+    node: Exec | Free
+    loop_at: int  # len(path) where the innermost enclosing loop's body starts
+    counters: tuple[str, ...]  # of the enclosing loops
+    eqs: dict[str, str]  # counters the enclosing ifs pin to constants (`d1 == 4`)
+
+
+_EQ = re.compile(r"^(\w+) == (-?\d+)$")
+
+
+def _pinned(cond: str) -> dict[str, str]:
+    """`(a == 1)` or `((a == 1) and (b == 2))` -> {a: 1, b: 2}; anything else -> {}."""
+    out = {}
+    body = cond[1:-1] if cond.startswith("((") else cond
+    for part in body.split(" and "):
+        m = _EQ.match(part.strip().removeprefix("(").removesuffix(")"))
+        if m is None:
+            return {}
+        out[m.group(1)] = m.group(2)
+    return out
+
+
+def _sites(node: Node, path: tuple[Step, ...], loop_at: int, counters: tuple[str, ...],
+           eqs: dict[str, str], out: dict[object, list[_Site]]) -> None:
+    if isinstance(node, Seq):
+        for k, c in enumerate(node.children):
+            _sites(c, (*path, ("S", id(node), k)), loop_at, counters, eqs, out)
+    elif isinstance(node, Loop | While):
+        _sites(node.body, path, len(path), (*counters, node.counter), eqs, out)
+    elif isinstance(node, If):
+        _sites(node.then, (*path, ("I", id(node), 0)), loop_at, counters,
+               {**eqs, **_pinned(node.cond)}, out)
+        if node.else_ is not None:
+            _sites(node.else_, (*path, ("I", id(node), 1)), loop_at, counters, eqs, out)
+    elif isinstance(node, Exec):
+        out.setdefault(node.op_id, []).append(_Site(path, node, loop_at, counters, eqs))
+    elif isinstance(node, Free):
+        out.setdefault(node.tensor, []).append(_Site(path, node, loop_at, counters, eqs))
+
+
+def _after(x: _Site, p: _Site) -> bool:
+    """`x` runs after `p` in the same iteration of `p`'s innermost loop (and of every
+    loop around it): inside that loop's body, later in a statement list both are in
+    (deeper loops and ifs on `x`'s side are fine; the other branch of an if is not)."""
+    m = p.loop_at
+    if x.path[:m] != p.path[:m]:
+        return False
+    for a, b in zip(x.path[m:], p.path[m:]):
+        if a != b:
+            return a[0] == "S" and a[1] == b[1] and a[2] > b[2]
+    return False
+
+
+def _subst(key: str, eqs: dict[str, str]) -> str:
+    """`key` with the pinned counters replaced by their values, a lone name or number in
+    parentheses unwrapped (`(d0, (4), )` and `(d0, d1, )` at d1 == 4 read alike)."""
+    for var, val in eqs.items():
+        key = re.sub(rf"\b{var}\b", val, key)
+    return re.sub(r"\((-?\w+)\)", r"\1", key)
+
+
+def one_slot_tensors(
+    tree: Node,
+    sdg: SDG,
+    candidates: set[TensorId],
+    exec_key: Callable[[int, tuple[str, ...]], str],
+    read_key: Callable[[Edge, tuple[str, ...]], str | None],
+) -> set[TensorId]:
+    """The candidates a single local can hold: made at one place, and every read and
+    free runs after the write in the same loop iteration and names the point just made
+    (frees under `if d == c` may name it with `c` for `d`). Then at most one point is
+    alive at a time and each access is to it, so a local — overwritten by the next write,
+    set to None by a free — behaves exactly as the store. Unlike `transient_tensors`, the
+    write may sit in an if and the reads and frees anywhere later in the iteration, so
+    a free may run where the write did not (a tracked run's charges need more). The
+    write's point names every enclosing loop's counter, so a read in a later iteration
+    can never want an older write's point."""
+    sites: dict[object, list[_Site]] = {}
+    _sites(tree, (), 0, (), {}, sites)
+    out: set[TensorId] = set()
+    for tid in candidates:
+        prods, frees = sites.get(tid.op_id, []), sites.get(tid, [])
+        if len(prods) != 1 or not frees:
+            continue
+        p = prods[0]
+        key = exec_key(tid.op_id, p.node.point)
+        if not all(re.search(rf"\b{c}\b", key) for c in p.counters):
+            continue  # each write names a point of its own iteration: no older one is read
+        if not all(_names_it(f, exec_key(tid.op_id, f.node.point), p, key) for f in frees):
+            continue
+        if all(readers and all(_names_it(r, read_key(e, r.node.point), p, key)
+                               for r in readers)
+               for e in sdg.readers(tid) for readers in [sites.get(e.sink, [])]):
+            out.add(tid)
+    return out
+
+
+def _names_it(x: _Site, got: str | None, p: _Site, key: str) -> bool:
+    """Access `x` (naming point `got`) runs after write `p` and names its point `key`."""
+    return got is not None and _after(x, p) and _subst(got, x.eqs) == _subst(key, x.eqs)
 
 
 def _read_ok(e: Edge, sites: _Sites, ppath: Path, fpath: Path, key: str,

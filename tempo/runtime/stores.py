@@ -225,15 +225,30 @@ class Layout:
 
 
 class RangedStore(abc.ABC):
-    """What block and window stores share: buffers of points along one dim (`bufs`), a
-    view per slot (`slots`, so a write is one copy) and the points alive (`filled`)."""
+    """What block and window stores share: buffers of points along one dim (`bufs`), each
+    buffer's view with that dim in front (`fronts`, made once per buffer: reads slice it
+    with one backend call, or none), a view per slot (`slots`, made at a slot's first write,
+    so a write is one copy) and the points alive (`filled`)."""
 
     def __init__(self, layout: Layout) -> None:
         self.lay = layout
         self.dim = layout.dim
         self.bufs: dict[tuple, Any] = {}
+        self.fronts: dict[tuple, Any] = {}
         self.slots: dict[tuple, list[Any]] = {}
         self.filled: dict[tuple, set[int]] = {}
+
+    def _alloc(self, key: tuple, n: int) -> list[Any]:
+        """A new buffer of `n` points under `key`, its front view and empty slots."""
+        buf = self.bufs[key] = self.lay.buffer(n)
+        self.fronts[key] = self.lay.front(buf)
+        self.filled[key] = set()
+        slots = self.slots[key] = [None] * n
+        return slots
+
+    def _view(self, key: tuple, slots: list[Any], j: int) -> Any:
+        view = slots[j] = self.lay.select(self.bufs[key], self.lay.axis, j)
+        return view
 
     @abc.abstractmethod
     def write(self, pre: tuple, i: int, value: Any) -> None:
@@ -255,13 +270,14 @@ class RangedStore(abc.ABC):
 
     def _forget(self, key: tuple) -> None:
         """Give the buffer `key` back (its last point was freed)."""
-        del self.filled[key], self.slots[key]
+        del self.filled[key], self.slots[key], self.fronts[key]
         self.lay.release(self.bufs.pop(key))
 
     def clear(self) -> None:
         for buf in self.bufs.values():
             self.lay.release(buf)
         self.bufs.clear()
+        self.fronts.clear()
         self.slots.clear()
         self.filled.clear()
 
@@ -287,14 +303,7 @@ class BlockStore(RangedStore):
     def _open(self, bkey: tuple) -> list[Any]:
         """A new block; its slot views are made when first used (a block of U points may
         see far fewer writes, e.g. T < U, and is reopened every outer iteration)."""
-        self.bufs[bkey] = self.lay.buffer(self.block)
-        slots = self.slots[bkey] = [None] * self.block
-        self.filled[bkey] = set()
-        return slots
-
-    def _view(self, bkey: tuple, slots: list[Any], j: int) -> Any:
-        view = slots[j] = self.lay.select(self.bufs[bkey], self.lay.axis, j)
-        return view
+        return self._alloc(bkey, self.block)
 
     def write(self, pre: tuple, i: int, value: Any) -> None:
         """The generated code's write: copy into the slot view of point `i`."""
@@ -324,28 +333,28 @@ class BlockStore(RangedStore):
     def read_slice(self, pre: tuple, lo: int, hi: int) -> Any:
         """Points lo..hi-1 along the stored dim: a view within one block; a read that
         spans blocks joins their views (tiling, §5.4, makes reads block-aligned)."""
-        U, lay = self.block, self.lay
+        U = self.block
         b0 = lo // U
         if hi <= (b0 + 1) * U or hi <= lo:
-            buf = self.bufs.get((pre, b0))
-            if buf is None:  # an empty range before any write
-                return lay.empty()
-            return lay.front(buf[lay.lead + (slice(lo - b0 * U, max(hi, lo) - b0 * U),)])
+            front = self.fronts.get((pre, b0))
+            if front is None:  # an empty range before any write
+                return self.lay.empty()
+            return front[lo - b0 * U: max(hi, lo) - b0 * U]
         parts = []
         for b in range(b0, (hi - 1) // U + 1):
             s, e = max(lo, b * U) - b * U, min(hi, (b + 1) * U) - b * U
-            parts.append(self.bufs[(pre, b)][lay.lead + (slice(s, e),)])
-        return lay.front(lay.cat(parts, lay.axis))
+            parts.append(self.fronts[(pre, b)][s:e])
+        return self.lay.cat(parts, 0)
 
     def read_blocks(self, pre: tuple, lo: int, hi: int) -> list[tuple[Any, int, int]]:
         """The range as whole-block views (static shape U) and the valid count of each:
         what a tiled (statified) read iterates over; the last block's tail is padding."""
-        U, lay = self.block, self.lay
+        U, fronts = self.block, self.fronts
         out = []
         for b in range(lo // U, (hi - 1) // U + 1):
             s = max(lo, b * U) - b * U
             e = min(hi, (b + 1) * U) - b * U
-            out.append((lay.front(self.bufs[(pre, b)]), s, e))
+            out.append((fronts[(pre, b)], s, e))
         return out
 
     def pop_range(self, pre: tuple, lo: int, hi: int) -> None:
@@ -388,11 +397,8 @@ class CircularStore(RangedStore):
     def write(self, pre: tuple, i: int, value: Any) -> None:
         slots = self.slots.get(pre)
         if slots is None:
-            lay = self.lay
-            buf = self.bufs[pre] = lay.buffer(self.cap)
-            slots = self.slots[pre] = [lay.select(buf, lay.axis, j) for j in range(self.cap)]
+            slots = self._alloc(pre, self.cap)
             self.base[pre] = i
-            self.filled[pre] = set()
         j = i - self.base[pre]
         if j >= self.cap:  # full: keep the newest W-1 points, at the front
             self._compact(pre, i)
@@ -401,7 +407,8 @@ class CircularStore(RangedStore):
             raise TempoMemoryError(
                 f"{self.lay.acct.describe(self.lay.tid)} was written out of order into its "
                 "window store (an internal storage choice error)")
-        self.lay.put(slots[j], value)
+        view = slots[j]
+        self.lay.put(self._view(pre, slots, j) if view is None else view, value)
         self.filled[pre].add(i)
 
     def _compact(self, pre: tuple, i: int) -> None:
@@ -411,10 +418,9 @@ class CircularStore(RangedStore):
         lo = max(i - keep, base)
         n = base + self.cap - lo  # how many of those the buffer still holds
         if n > 0 and keep:
-            buf, lead = self.bufs[pre], self.lay.lead
+            front = self.fronts[pre]
             dst = lo - (i - keep)
-            self.lay.put(buf[lead + (slice(dst, dst + n),)],
-                         buf[lead + (slice(lo - base, lo - base + n),)])
+            self.lay.put(front[dst: dst + n], front[lo - base: lo - base + n])
         self.base[pre] = i - keep
         live = self.filled[pre]
         for p in [p for p in live if p < i - keep]:
@@ -428,7 +434,9 @@ class CircularStore(RangedStore):
 
     def __getitem__(self, key: tuple) -> Any:
         pre, i = self.lay.split(key)
-        return self.slots[pre][self._slot(pre, i)]
+        slots, j = self.slots[pre], self._slot(pre, i)
+        view = slots[j]
+        return self._view(pre, slots, j) if view is None else view
 
     def __contains__(self, key: object) -> bool:
         if not isinstance(key, tuple):
@@ -436,29 +444,36 @@ class CircularStore(RangedStore):
         pre, i = self.lay.split(key)
         return i in self.filled.get(pre, ())
 
-    def read_slice(self, pre: tuple, lo: int, hi: int) -> Any:
-        lay = self.lay
-        base = self.base.get(pre, lo)
-        if hi > lo and lo < base:
+    def _base(self, pre: tuple, lo: int, hi: int) -> int | None:
+        """The point slot 0 holds (None before any write); raises for a read of points the
+        window no longer keeps."""
+        base = self.base.get(pre)
+        if base is not None and hi > lo and lo < base:
+            lay = self.lay
             raise TempoMemoryError(
                 f"{lay.acct.describe(lay.tid)} is read at points {lo}..{hi - 1}, older than "
                 f"its window store keeps (an internal storage choice error)")
-        buf = self.bufs.get(pre)
-        if buf is None:
-            return lay.empty()
-        return lay.front(buf[lay.lead + (slice(lo - base, max(hi, lo) - base),)])
+        return base
+
+    def read_slice(self, pre: tuple, lo: int, hi: int) -> Any:
+        base = self._base(pre, lo, hi)
+        if base is None:
+            return self.lay.empty()
+        return self.fronts[pre][lo - base: max(hi, lo) - base]
 
     def read_blocks(self, pre: tuple, lo: int, hi: int) -> list[tuple[Any, int, int]]:
         """The window as views of `block` consecutive slots from its first point (the last
-        one moved back to end at the buffer's end) and the rows of each that it covers."""
+        one moved back to end at the buffer's end) and the rows of each that it covers; a
+        block as long as the buffer is the buffer's front view itself (no backend call)."""
         if hi <= lo:
             return []
-        self.read_slice(pre, lo, lo + 1)  # checks the range is still held
-        lay, V, base = self.lay, self.block, self.base[pre]
-        buf, out = self.bufs[pre], []
+        base = self._base(pre, lo, hi)
+        if base is None:
+            raise KeyError((pre, lo))
+        V, front, out = self.block, self.fronts[pre], []
         for st in range(lo - base, hi - base, V):
             at = min(st, self.cap - V)
-            out.append((lay.front(buf[lay.lead + (slice(at, at + V),)]), st - at,
+            out.append((front if V == self.cap else front[at: at + V], st - at,
                         min(hi - base, st + V) - at))
         return out
 
@@ -517,10 +532,9 @@ def array_ops(backend: str) -> tuple[Callable, Callable, Callable]:
     if backend == "torch":
         import torch
 
-        def put_t(dst: Any, src: Any) -> None:
-            dst.copy_(src)
-
-        return (lambda b, a, j: b.select(a, j)), put_t, (lambda xs, a: torch.cat(xs, a))
+        # the unbound methods themselves: a Python wrapper frame costs as much as a dict
+        # write on each of the stores' hot calls
+        return torch.Tensor.select, torch.Tensor.copy_, (lambda xs, a: torch.cat(xs, a))
     import numpy as np
 
     def put_n(dst: Any, src: Any) -> None:

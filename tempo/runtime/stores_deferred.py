@@ -1,105 +1,125 @@
-"""A block store that copies its points into the block when they are first read.
+"""A block store that copies its points into the blocks when they are first read.
 
 A learner that writes T points one step at a time and reads them back as one slice after
 the loop (PPO's rollout read by the learner) pays a view and a copy per write with the
-eager `BlockStore`: two backend calls per point. Here a write keeps the value; the first
-read of a block settles its pending points, a contiguous run with one stack and one
-copy. A point freed before any read is never copied; a point read where it was written
-is the value itself. Blocks are still allocated at their first write, so the memory
-staircase and the accountant see the same buffers — but the pending values live until
-they are settled, which a tracked run would not see: tracked runs use the eager store.
+eager `BlockStore`: two backend calls per point. Here a write only keeps the value, in
+`pending[prefix][i]` — the generated code assigns it there itself (two C-level subscripts,
+no Python call). The first read of a block settles its pending points: a run of
+consecutive points (in either order) with one stack and one copy. A point freed before
+any read is never copied; a point read where it was written is the value itself. Blocks
+are allocated when they are settled, so the pending values live outside the accountant:
+tracked runs use the eager store.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections import defaultdict
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from tempo.runtime.stores import BlockStore, Layout
 
 
 class DeferredBlockStore(BlockStore):
-    """`BlockStore` whose writes are copied into the block at the block's first read."""
+    """`BlockStore` whose writes are copied into the blocks at the blocks' first read."""
 
     def __init__(self, layout: Layout, block: int,
                  stack: Callable[[list[Any], int], Any]) -> None:
         super().__init__(layout, block)
         self.stack = stack
-        self.pending: dict[tuple, dict[int, Any]] = {}  # block key -> slot -> value
+        # prefix -> point along the stored dim -> value not yet copied into its block
+        self.pending: defaultdict[tuple, dict[int, Any]] = defaultdict(dict)
 
     def write(self, pre: tuple, i: int, value: Any) -> None:
-        b, j = divmod(i, self.block)
-        bkey = (pre, b)
-        pend = self.pending.get(bkey)
-        if pend is None:
-            if bkey not in self.bufs:
-                self._open(bkey)
-            pend = self.pending[bkey] = {}
-        pend[j] = value
-        self.filled[bkey].add(j)
+        self.pending[pre][i] = value
 
-    def _settle(self, bkey: tuple) -> None:
-        """Copy the block's pending points in: a run of consecutive slots in one go."""
-        pend = self.pending.pop(bkey, None)
+    def _settle(self, pre: tuple, lo: int, hi: int) -> None:
+        """Copy the pending points of the blocks that range lo..hi-1 touches into them."""
+        pend = self.pending.get(pre)
         if not pend:
             return
-        lay, buf = self.lay, self.bufs[bkey]
-        js = list(pend)
+        U = self.block
+        first, last = lo // U * U, ((max(hi, lo + 1) - 1) // U + 1) * U
+        by_block: dict[int, list[int]] = {}
+        for i in pend:
+            if first <= i < last:
+                by_block.setdefault(i // U, []).append(i)
+        for b, points in by_block.items():
+            self._settle_block(pre, b, sorted(points), pend)
+
+    def _settle_block(self, pre: tuple, b: int, points: list[int],
+                      pend: dict[int, Any]) -> None:
+        bkey, U = (pre, b), self.block
+        slots = self.slots.get(bkey)
+        if slots is None:
+            slots = self._open(bkey)
+        lay, values = self.lay, [pend.pop(i) for i in points]
+        js = [i - b * U for i in points]
+        self.filled[bkey].update(js)
         j0, n = js[0], len(js)
-        if n > 1 and js == list(range(j0, j0 + n)):
-            lay.put(buf[lay.lead + (slice(j0, j0 + n),)],
-                    self.stack(list(pend.values()), lay.axis))
+        if n > 1 and js[-1] == j0 + n - 1:  # consecutive (sorted, written once each)
+            lay.put(self.fronts[bkey][j0: j0 + n], self.stack(values, 0))
             return
-        slots = self.slots[bkey]
-        for j, v in pend.items():
+        for j, v in zip(js, values):
             view = slots[j]
             lay.put(self._view(bkey, slots, j) if view is None else view, v)
 
     def __getitem__(self, key: tuple) -> Any:
         pre, i = self.lay.split(key)
-        b, j = divmod(i, self.block)
-        pend = self.pending.get((pre, b))
-        if pend is not None and j in pend:
-            return pend[j]
+        pend = self.pending.get(pre)
+        if pend:
+            v = pend.get(i)
+            if v is not None:
+                return v
         return super().__getitem__(key)
 
+    def __contains__(self, key: object) -> bool:
+        if isinstance(key, tuple):
+            pre, i = self.lay.split(key)
+            pend = self.pending.get(pre)
+            if pend and i in pend:
+                return True
+        return super().__contains__(key)
+
     def read_slice(self, pre: tuple, lo: int, hi: int) -> Any:
-        for b in range(lo // self.block, (max(hi, lo + 1) - 1) // self.block + 1):
-            self._settle((pre, b))
+        self._settle(pre, lo, hi)
         return super().read_slice(pre, lo, hi)
 
     def read_blocks(self, pre: tuple, lo: int, hi: int) -> list[tuple[Any, int, int]]:
-        for b in range(lo // self.block, (hi - 1) // self.block + 1):
-            self._settle((pre, b))
+        if hi > lo:
+            self._settle(pre, lo, hi)
         return super().read_blocks(pre, lo, hi)
 
     def pop(self, key: tuple, default: Any = None) -> Any:
         pre, i = self.lay.split(key)
-        b, j = divmod(i, self.block)
-        pend = self.pending.get((pre, b))
-        if pend is not None:
-            pend.pop(j, None)
-        out = super().pop(key, default)
-        if (pre, b) not in self.bufs:  # the block was released
-            self.pending.pop((pre, b), None)
-        return out
+        pend = self.pending.get(pre)
+        if pend and pend.pop(i, None) is not None:
+            return None
+        return super().pop(key, default)
 
     def pop_range(self, pre: tuple, lo: int, hi: int) -> None:
+        pend = self.pending.get(pre)
+        if pend:
+            if hi - lo > len(pend):
+                for i in [i for i in pend if lo <= i < hi]:
+                    del pend[i]
+            else:
+                for i in range(lo, hi):
+                    pend.pop(i, None)
         super().pop_range(pre, lo, hi)
-        U = self.block
-        for b in range(lo // U, (hi - 1) // U + 1) if hi > lo else ():
-            pend = self.pending.get((pre, b))
-            if pend is None:
-                continue
-            if (pre, b) not in self.bufs:  # released with its last point
-                del self.pending[(pre, b)]
-                continue
-            for j in range(max(lo, b * U) - b * U, min(hi, (b + 1) * U) - b * U):
-                pend.pop(j, None)
 
     def clear(self) -> None:
         self.pending.clear()
         super().clear()
+
+    def values(self) -> Iterator[Any]:
+        """The blocks and the values not yet copied into them (both hold memory)."""
+        yield from super().values()
+        for pend in self.pending.values():
+            yield from pend.values()
+
+    def __len__(self) -> int:
+        return super().__len__() + sum(len(p) for p in self.pending.values())
 
 
 def stack_along(backend: str) -> Callable[[list[Any], int], Any]:

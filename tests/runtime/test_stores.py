@@ -108,8 +108,8 @@ def test_block_store_reads_views_and_frees_blocks(backend: str, deferred: bool) 
     pts = [np.full((2, 3), k, np.float32) for k in range(10)]
     for k, p in enumerate(pts):
         s[(k,)] = torch.from_numpy(p) if backend == "torch" else p
+    got = np.asarray(s.read_slice((), 2, 9))  # (the deferred store allocates blocks here)
     assert acct.live == 3 * 4 * 6 * 4  # three blocks of four points
-    got = np.asarray(s.read_slice((), 2, 9))
     np.testing.assert_array_equal(got, np.stack(pts[2:9]))
     view = s.read_slice((), 4, 7)  # inside one block: a view of it
     np.testing.assert_array_equal(np.asarray(view), np.stack(pts[4:7]))
@@ -127,15 +127,40 @@ def test_deferred_block_store_copies_at_the_first_read(backend: str) -> None:
     wrap = (lambda a: torch.from_numpy(a)) if backend == "torch" else (lambda a: a)
     for k in (0, 1, 2, 3, 4, 6, 5, 8, 9, 10, 11):  # block 1 out of order; 7 never written
         s.write((), k, wrap(pts[k]))
-    assert acct.live == 3 * 4 * 6 * 4  # blocks are allocated as they are first written
+    assert acct.live == 0 and len(s) == 11  # nothing copied, no block allocated yet
     assert s[(6,)] is not None and np.asarray(s[(6,)])[0, 0] == 6  # the pending value
-    s.pop_range((), 8, 12)  # block 2 freed before any read: never copied, released
-    assert acct.live == 2 * 4 * 6 * 4 and not s.pending.get(((), 2))
+    s.pop_range((), 8, 12)  # block 2 freed before any read: never copied nor allocated
+    assert acct.live == 0 and not s.pending[()].keys() & {8, 9, 10, 11}
     np.testing.assert_array_equal(np.asarray(s.read_slice((), 1, 4)), np.stack(pts[1:4]))
-    got = np.asarray(s.read_slice((), 4, 7))  # settled point by point (written 4, 6, 5)
+    assert acct.live == 4 * 6 * 4  # block 0 only: the read settled its block
+    got = np.asarray(s.read_slice((), 4, 7))  # one stack for 4, 5, 6 (written 4, 6, 5)
     np.testing.assert_array_equal(got, np.stack(pts[4:7]))
+    assert acct.live == 2 * 4 * 6 * 4 and (6,) in s and (7,) not in s
     s.pop_range((), 0, 8)
-    assert acct.live == 0 and len(s) == 0 and not s.pending
+    assert acct.live == 0 and len(s) == 0 and not s.pending[()]
+
+
+@pytest.mark.parametrize("backend", ["torch", "numpy"])
+def test_deferred_block_store_settles_a_backward_run_and_scattered_points(backend: str
+                                                                          ) -> None:
+    """A loop running backwards (GAE's returns) writes 7, 6, ..., 0: one stack per block;
+    points written apart are copied one by one; a point freed unread is never copied."""
+    acct = MemoryAccountant(None, str)
+    s = _block(backend, acct, deferred=True)
+    pts = [np.full((2, 3), k, np.float32) for k in range(8)]
+    wrap = (lambda a: torch.from_numpy(a)) if backend == "torch" else (lambda a: a)
+    for k in range(7, -1, -1):
+        s[(k,)] = wrap(pts[k])
+    np.testing.assert_array_equal(np.asarray(s.read_slice((), 0, 8)), np.stack(pts))
+    s.pop_range((), 0, 8)
+    for k in (0, 2, 3):  # block 0 with a gap at 1
+        s.write((), k, wrap(pts[k]))
+    s.pop((3,))
+    got = s.read_blocks((), 0, 3)
+    assert len(got) == 1 and got[0][1:] == (0, 3)
+    blk = np.asarray(got[0][0])
+    np.testing.assert_array_equal(blk[[0, 2]], np.stack([pts[0], pts[2]]))
+    assert (3,) not in s and (2,) in s and acct.live == 4 * 6 * 4
 
 
 @pytest.mark.parametrize("backend", ["torch", "numpy"])
