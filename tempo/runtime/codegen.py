@@ -160,7 +160,8 @@ class CodeGen:
                     named.add(t)
             slot = named
         self.local |= slot
-        self.through = write_through(tree, self.sdg, set(self.blocked), exec_key, read_key)
+        self.through = write_through(tree, self.sdg, set(self.blocked), exec_key, read_key,
+                                     carried=not tracked)
 
     # ---------------------------------------------------------------- expressions
     def _names(self, op: ops.Op, point: tuple[str, ...]) -> dict[str, str]:
@@ -380,7 +381,9 @@ class CodeGen:
         key = self._key([names[v.name] for v in op.domain.variables])
         edges = self.sdg.in_edges[op.op_id]
         if isinstance(op, ops.MergeOp):
+            self.reading = id(node)
             self.merge(op, edges, names, key, pad)
+            self.reading = 0
             if self.charges is not None:  # the value is one of the branches' sources
                 self.charge(op, names, [e.src if e.is_point() else None for e in edges], pad)
             return
@@ -433,7 +436,7 @@ class CodeGen:
             return f"{self.target(tid, key)} = {value}"
         point = [names[v.name] for v in op.domain.variables]
         pre, at = self._key(point[:d] + point[d + 1:]), point[d]
-        if tid in self.through.tensors and not isinstance(op, ops.MergeOp):
+        if tid in self.through.tensors:
             v = local_name(tid)  # read back where it is written: keep it in a local too
             return f"{v} = {value}; {self.write(tid, pre, at, v)}"
         return self.write(tid, pre, at, value)

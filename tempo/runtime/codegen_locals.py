@@ -95,6 +95,7 @@ class _Site:
     loop_at: int  # len(path) where the innermost enclosing loop's body starts
     counters: tuple[str, ...]  # of the enclosing loops
     eqs: dict[str, str]  # counters the enclosing ifs pin to constants (`d1 == 4`)
+    loop: Loop | While | None  # the innermost enclosing loop
 
 
 _EQ = re.compile(r"^(\w+) == (-?\d+)$")
@@ -112,22 +113,31 @@ def _pinned(cond: str) -> dict[str, str]:
     return out
 
 
-def _sites(node: Node, path: tuple[Step, ...], loop_at: int, counters: tuple[str, ...],
-           eqs: dict[str, str], out: dict[object, list[_Site]]) -> None:
+def _sites(node: Node, path: tuple[Step, ...], at: _Site,
+           out: dict[object, list[_Site]]) -> None:
+    """Every Exec (by op id) and Free (by tensor) with where it sits; `at` holds the
+    enclosing loops' and ifs' part (its path and node are unused)."""
     if isinstance(node, Seq):
         for k, c in enumerate(node.children):
-            _sites(c, (*path, ("S", id(node), k)), loop_at, counters, eqs, out)
+            _sites(c, (*path, ("S", id(node), k)), at, out)
     elif isinstance(node, Loop | While):
-        _sites(node.body, path, len(path), (*counters, node.counter), eqs, out)
+        inner = _Site(path, at.node, len(path), (*at.counters, node.counter), at.eqs, node)
+        _sites(node.body, path, inner, out)
     elif isinstance(node, If):
-        _sites(node.then, (*path, ("I", id(node), 0)), loop_at, counters,
-               {**eqs, **_pinned(node.cond)}, out)
+        then = _Site(path, at.node, at.loop_at, at.counters, {**at.eqs, **_pinned(node.cond)},
+                     at.loop)
+        _sites(node.then, (*path, ("I", id(node), 0)), then, out)
         if node.else_ is not None:
-            _sites(node.else_, (*path, ("I", id(node), 1)), loop_at, counters, eqs, out)
-    elif isinstance(node, Exec):
-        out.setdefault(node.op_id, []).append(_Site(path, node, loop_at, counters, eqs))
-    elif isinstance(node, Free):
-        out.setdefault(node.tensor, []).append(_Site(path, node, loop_at, counters, eqs))
+            _sites(node.else_, (*path, ("I", id(node), 1)), at, out)
+    elif isinstance(node, Exec | Free):
+        site = _Site(path, node, at.loop_at, at.counters, at.eqs, at.loop)
+        out.setdefault(node.op_id if isinstance(node, Exec) else node.tensor, []).append(site)
+
+
+def _all_sites(tree: Node) -> dict[object, list[_Site]]:
+    out: dict[object, list[_Site]] = {}
+    _sites(tree, (), _Site((), Free(TensorId(-1, 0), ()), 0, (), {}, None), out)
+    return out
 
 
 def _after(x: _Site, p: _Site) -> bool:
@@ -167,8 +177,7 @@ def one_slot_tensors(
     a free may run where the write did not (a tracked run's charges need more). The
     write's point names every enclosing loop's counter, so a read in a later iteration
     can never want an older write's point."""
-    sites: dict[object, list[_Site]] = {}
-    _sites(tree, (), 0, (), {}, sites)
+    sites = _all_sites(tree)
     out: set[TensorId] = set()
     for tid in candidates:
         prods, frees = sites.get(tid.op_id, []), sites.get(tid, [])
@@ -219,19 +228,25 @@ def write_through(
     blocked: set[TensorId],
     exec_key: Callable[[int, tuple[str, ...]], str],
     read_key: Callable[[Edge, tuple[str, ...]], str | None],
+    carried: bool = False,
 ) -> WriteThrough:
-    """The block-stored tensors (single-output ops, made at one place) whose point is read
+    """The block-stored tensors (made at one place; by a merge only with `carried`) whose
+    point is read
     at that point later in the producer's statement list: each such read can take the
     value just computed (equal to what the store copied) instead of a view from the store.
-    Frees do not matter: the local holds its own value."""
+    Frees do not matter: the local holds its own value. With `carried` (an untracked run:
+    a local kept longer is charged to nobody), reads of the previous iteration's point
+    (`x[t-1]` before `x[t]` is made, in the loop that makes it) take the local too, which
+    then lives until the next write overwrites it."""
     sites = _Sites()
     _walk(tree, (), sites)
+    where = _all_sites(tree) if carried else {}
     out = WriteThrough()
     for tid in blocked:
         op = sdg.ops[tid.op_id]
         prods = sites.execs.get(tid.op_id, [])
-        if op.num_outputs != 1 or isinstance(op, ops.MergeOp) or len(prods) != 1 or not prods[0][0]:
-            continue
+        if (isinstance(op, ops.MergeOp) and not carried) or len(prods) != 1 or not prods[0][0]:
+            continue  # (a tracked run charges a merge's local as its branch's: not here)
         ppath, pnode = prods[0]
         key = exec_key(tid.op_id, pnode.point)
         last = -1
@@ -240,7 +255,44 @@ def write_through(
                 if _between(path, ppath, ((0, 1 << 30),)) and read_key(e, node.point) == key:
                     out.reads.add((id(node), e.sink_in))
                     last = max(last, path[len(ppath) - 1][1])
-        if last >= 0:
+        back = _carried_reads(tid, sdg, where, exec_key, read_key) if carried else set()
+        if back:
+            out.reads |= back
+            out.tensors.add(tid)  # no drop: the next iteration reads it
+        elif last >= 0:
             out.tensors.add(tid)
             out.drops.setdefault((ppath[-1][0], last), []).append(tid)
+    return out
+
+
+def _carried_reads(tid: TensorId, sdg: SDG, where: dict[object, list[_Site]],
+                   exec_key: Callable[[int, tuple[str, ...]], str],
+                   read_key: Callable[[Edge, tuple[str, ...]], str | None]
+                   ) -> set[tuple[int, int]]:
+    """(reading Exec id, input) of the reads of the point that `tid`'s producer made in
+    the previous iteration of its innermost loop, placed before the producer in that
+    loop's body. The producer runs in every iteration (no if around it inside the loop)
+    and its point names every enclosing counter, so the last value written is the one
+    read; a first iteration's read of a point before the loop's start cannot happen in a
+    valid schedule (no such point is ever made)."""
+    prods = where.get(tid.op_id, [])
+    if len(prods) != 1:
+        return set()
+    p = prods[0]
+    loop = p.loop
+    if not isinstance(loop, Loop) or loop.step not in (1, -1) or any(
+            step[0] == "I" for step in p.path[p.loop_at:]):
+        return set()
+    key = exec_key(tid.op_id, p.node.point)
+    if not all(re.search(rf"\b{c}\b", key) for c in p.counters):
+        return set()
+    c = loop.counter
+    prev = re.sub(rf"\b{c}\b", f"({c} - 1)" if loop.step == 1 else f"({c} + 1)", key)
+    out = set()
+    for e in sdg.readers(tid):
+        for r in where.get(e.sink, []):
+            got = read_key(e, r.node.point)
+            if r.loop is loop and got is not None and _after(p, r) and \
+                    _subst(got, r.eqs) == _subst(prev, r.eqs):
+                out.add((id(r.node), e.sink_in))
     return out

@@ -133,7 +133,8 @@ Storage = Callable[[Any], tuple[int, int]]
 class TrackedStore(dict):
     """A point store that reports its writes and frees to the accountant, by storage: a
     point that is a view of memory already counted (a block store's buffer, another
-    point) adds nothing."""
+    point) adds nothing. Each point's storage key is kept (`kept`), so a free asks the
+    backend nothing."""
 
     def __init__(self, tid: TensorId, acct: MemoryAccountant, storage: Storage):
         super().__init__()
@@ -141,24 +142,35 @@ class TrackedStore(dict):
         self.acct = acct
         self.held = acct.held
         self.storage = storage
+        self.kept: dict[Any, int] = {}
 
     def __setitem__(self, key: Any, value: Any) -> None:
-        # hold() inlined: this runs once per stored point
+        # hold() and charge()'s common case inlined: this runs once per stored point
         if dict.__contains__(self, key):
             self.pop(key)
         k, n = self.storage(value)
         ref = self.held.get(k)
         if ref is None:
-            self.acct.charge(self.tid, n)
+            a = self.acct
+            new = a.live + n
+            if n > a.largest or (a.cap is not None and new > a.cap):
+                a.charge(self.tid, n)  # records the largest; the cap: relief or an error
+            else:
+                a.live = new
+                if new > a.peak:
+                    a.peak = new
             self.held[k] = [n, 1]
         else:
             ref[1] += 1
+        self.kept[key] = k
         dict.__setitem__(self, key, value)
 
     def pop(self, key: Any, default: Any = None) -> Any:
         value = dict.pop(self, key, default)
         if value is not None and value is not default:
-            k = self.storage(value)[0]
+            k = self.kept.pop(key, None)
+            if k is None:
+                k = self.storage(value)[0]
             ref = self.held.get(k)
             if ref is not None:
                 ref[1] -= 1
@@ -171,6 +183,7 @@ class TrackedStore(dict):
         for v in self.values():
             self.acct.drop(self.storage(v)[0])
         dict.clear(self)
+        self.kept.clear()
 
     def device_bytes(self) -> int:
         return sum(self.acct.held[k][0] for k in {self.storage(v)[0] for v in self.values()}

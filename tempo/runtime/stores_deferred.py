@@ -13,6 +13,7 @@ tracked runs use the eager store.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections import defaultdict
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -40,12 +41,15 @@ class DeferredBlockStore(BlockStore):
             return
         U = self.block
         first, last = lo // U * U, ((max(hi, lo + 1) - 1) // U + 1) * U
-        by_block: dict[int, list[int]] = {}
-        for i in pend:
-            if first <= i < last:
-                by_block.setdefault(i // U, []).append(i)
-        for b, points in by_block.items():
-            self._settle_block(pre, b, sorted(points), pend)
+        keys = sorted(pend)
+        if keys[0] < first or keys[-1] >= last:
+            keys = [i for i in keys if first <= i < last]
+        start = 0
+        while start < len(keys):  # one sorted run per block
+            b = keys[start] // U
+            end = bisect_left(keys, (b + 1) * U, start)
+            self._settle_block(pre, b, keys[start:end], pend)
+            start = end
 
     def _settle_block(self, pre: tuple, b: int, points: list[int],
                       pend: dict[int, Any]) -> None:
@@ -53,11 +57,11 @@ class DeferredBlockStore(BlockStore):
         slots = self.slots.get(bkey)
         if slots is None:
             slots = self._open(bkey)
-        lay, values = self.lay, [pend.pop(i) for i in points]
-        js = [i - b * U for i in points]
+        lay, values = self.lay, list(map(pend.pop, points))
+        j0, n = points[0] - b * U, len(points)
+        js = range(j0, j0 + n) if points[-1] - points[0] == n - 1 else [i - b * U for i in points]
         self.filled[bkey].update(js)
-        j0, n = js[0], len(js)
-        if n > 1 and js[-1] == j0 + n - 1:  # consecutive (sorted, written once each)
+        if n > 1 and isinstance(js, range):  # consecutive: one stack, one copy
             lay.put(self.fronts[bkey][j0: j0 + n], self.stack(values, 0))
             return
         for j, v in zip(js, values):
@@ -65,10 +69,10 @@ class DeferredBlockStore(BlockStore):
             lay.put(self._view(bkey, slots, j) if view is None else view, v)
 
     def __getitem__(self, key: tuple) -> Any:
-        pre, i = self.lay.split(key)
-        pend = self.pending.get(pre)
+        d = self.dim  # (Layout.split inlined: reads of pending points are hot)
+        pend = self.pending.get(key[:d] + key[d + 1:])
         if pend:
-            v = pend.get(i)
+            v = pend.get(key[d])
             if v is not None:
                 return v
         return super().__getitem__(key)
