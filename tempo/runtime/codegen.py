@@ -149,12 +149,15 @@ class CodeGen:
             return self._key([m.to_py(names) for m in e.expr])
 
         self.local = transient_tensors(tree, self.sdg, candidates, exec_key, read_key)
-        slot = one_slot_tensors(tree, self.sdg, candidates - self.local, exec_key, read_key)
-        if tracked:  # a local whose free may run without its write must cost nothing:
-            named: set[TensorId] = set()  # a stored value under another name
+        slots = one_slot_tensors(tree, self.sdg, candidates - self.local, exec_key, read_key)
+        slot = set(slots)
+        if tracked:  # charged at the write and credited at a free that runs with it, or
+            self.local |= {t for t, paired in slots.items() if paired}
+            named: set[TensorId] = set()  # a stored value under another name: no charge
             for op in self.sdg.topological():
                 t = TensorId(op.op_id, 0)
-                if t in slot and isinstance(op, ops.MergeOp | ops.IdentOp) and all(
+                if t in slot and t not in self.local and isinstance(
+                        op, ops.MergeOp | ops.IdentOp) and all(
                         e.is_point() and e.src not in self.local and e.src not in named
                         for e in self.sdg.in_edges[op.op_id]):
                     named.add(t)

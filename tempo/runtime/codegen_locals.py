@@ -96,6 +96,7 @@ class _Site:
     counters: tuple[str, ...]  # of the enclosing loops
     eqs: dict[str, str]  # counters the enclosing ifs pin to constants (`d1 == 4`)
     loop: Loop | While | None  # the innermost enclosing loop
+    ifs: tuple[tuple[str, int], ...] = ()  # enclosing ifs: (condition, branch taken)
 
 
 _EQ = re.compile(r"^(\w+) == (-?\d+)$")
@@ -121,16 +122,19 @@ def _sites(node: Node, path: tuple[Step, ...], at: _Site,
         for k, c in enumerate(node.children):
             _sites(c, (*path, ("S", id(node), k)), at, out)
     elif isinstance(node, Loop | While):
-        inner = _Site(path, at.node, len(path), (*at.counters, node.counter), at.eqs, node)
+        inner = _Site(path, at.node, len(path), (*at.counters, node.counter), at.eqs, node,
+                      at.ifs)
         _sites(node.body, path, inner, out)
     elif isinstance(node, If):
         then = _Site(path, at.node, at.loop_at, at.counters, {**at.eqs, **_pinned(node.cond)},
-                     at.loop)
+                     at.loop, (*at.ifs, (node.cond, 0)))
         _sites(node.then, (*path, ("I", id(node), 0)), then, out)
         if node.else_ is not None:
-            _sites(node.else_, (*path, ("I", id(node), 1)), at, out)
+            other = _Site(path, at.node, at.loop_at, at.counters, at.eqs, at.loop,
+                          (*at.ifs, (node.cond, 1)))
+            _sites(node.else_, (*path, ("I", id(node), 1)), other, out)
     elif isinstance(node, Exec | Free):
-        site = _Site(path, node, at.loop_at, at.counters, at.eqs, at.loop)
+        site = _Site(path, node, at.loop_at, at.counters, at.eqs, at.loop, at.ifs)
         out.setdefault(node.op_id if isinstance(node, Exec) else node.tensor, []).append(site)
 
 
@@ -155,10 +159,16 @@ def _after(x: _Site, p: _Site) -> bool:
 
 def _subst(key: str, eqs: dict[str, str]) -> str:
     """`key` with the pinned counters replaced by their values, a lone name or number in
-    parentheses unwrapped (`(d0, (4), )` and `(d0, d1, )` at d1 == 4 read alike)."""
+    parentheses unwrapped and doubled parentheses made single (`(d0, (4), )` and
+    `(d0, d1, )` at d1 == 4 read alike, as do `((d0 - 1))` and `(d0 - 1)`)."""
     for var, val in eqs.items():
         key = re.sub(rf"\b{var}\b", val, key)
-    return re.sub(r"\((-?\w+)\)", r"\1", key)
+    key = re.sub(r"\((-?\w+)\)", r"\1", key)
+    while True:
+        new = re.sub(r"\(\(([^()]*)\)\)", r"(\1)", key)
+        if new == key:
+            return key
+        key = new
 
 
 def one_slot_tensors(
@@ -167,8 +177,10 @@ def one_slot_tensors(
     candidates: set[TensorId],
     exec_key: Callable[[int, tuple[str, ...]], str],
     read_key: Callable[[Edge, tuple[str, ...]], str | None],
-) -> set[TensorId]:
-    """The candidates a single local can hold: made at one place, and every read and
+) -> dict[TensorId, bool]:
+    """The candidates a single local can hold, each with whether its one free runs exactly
+    when its write does (under the same ifs, not in a deeper loop: a tracked run can
+    charge it at the write and credit it at the free): made at one place, and every read and
     free runs after the write in the same loop iteration and names the point just made
     (frees under `if d == c` may name it with `c` for `d`). Then at most one point is
     alive at a time and each access is to it, so a local — overwritten by the next write,
@@ -178,7 +190,7 @@ def one_slot_tensors(
     write's point names every enclosing loop's counter, so a read in a later iteration
     can never want an older write's point."""
     sites = _all_sites(tree)
-    out: set[TensorId] = set()
+    out: dict[TensorId, bool] = {}
     for tid in candidates:
         prods, frees = sites.get(tid.op_id, []), sites.get(tid, [])
         if len(prods) != 1 or not frees:
@@ -192,7 +204,8 @@ def one_slot_tensors(
         if all(readers and all(_names_it(r, read_key(e, r.node.point), p, key)
                                for r in readers)
                for e in sdg.readers(tid) for readers in [sites.get(e.sink, [])]):
-            out.add(tid)
+            f = frees[0]
+            out[tid] = len(frees) == 1 and f.loop is p.loop and f.ifs == p.ifs
     return out
 
 
@@ -256,9 +269,9 @@ def write_through(
                     out.reads.add((id(node), e.sink_in))
                     last = max(last, path[len(ppath) - 1][1])
         back = _carried_reads(tid, sdg, where, exec_key, read_key) if carried else set()
-        if back:
+        if back - out.reads:
             out.reads |= back
-            out.tensors.add(tid)  # no drop: the next iteration reads it
+            out.tensors.add(tid)  # no drop: a later iteration or statement reads it
         elif last >= 0:
             out.tensors.add(tid)
             out.drops.setdefault((ppath[-1][0], last), []).append(tid)
@@ -269,30 +282,31 @@ def _carried_reads(tid: TensorId, sdg: SDG, where: dict[object, list[_Site]],
                    exec_key: Callable[[int, tuple[str, ...]], str],
                    read_key: Callable[[Edge, tuple[str, ...]], str | None]
                    ) -> set[tuple[int, int]]:
-    """(reading Exec id, input) of the reads of the point that `tid`'s producer made in
-    the previous iteration of its innermost loop, placed before the producer in that
-    loop's body. The producer runs in every iteration (no if around it inside the loop)
-    and its point names every enclosing counter, so the last value written is the one
-    read; a first iteration's read of a point before the loop's start cannot happen in a
-    valid schedule (no such point is ever made)."""
+    """(reading Exec id, input) of the reads that can take the local `tid`'s producer
+    keeps: of its point later in the same iteration (under any ifs), and of the point
+    it made in the previous iteration of its innermost loop, read before it in that
+    loop's body. The point names every enclosing counter, so no read wants an older
+    write's point; for the previous iteration's, the producer runs in every iteration
+    (no if around it inside the loop), and a first iteration's read of a point before
+    the loop's start cannot happen in a valid schedule (no such point is ever made)."""
     prods = where.get(tid.op_id, [])
     if len(prods) != 1:
         return set()
     p = prods[0]
-    loop = p.loop
-    if not isinstance(loop, Loop) or loop.step not in (1, -1) or any(
-            step[0] == "I" for step in p.path[p.loop_at:]):
-        return set()
     key = exec_key(tid.op_id, p.node.point)
     if not all(re.search(rf"\b{c}\b", key) for c in p.counters):
         return set()
-    c = loop.counter
-    prev = re.sub(rf"\b{c}\b", f"({c} - 1)" if loop.step == 1 else f"({c} + 1)", key)
+    loop, prev = p.loop, None
+    if isinstance(loop, Loop) and loop.step in (1, -1) and not any(
+            step[0] == "I" for step in p.path[p.loop_at:]):
+        c = loop.counter
+        prev = re.sub(rf"\b{c}\b", f"({c} - 1)" if loop.step == 1 else f"({c} + 1)", key)
     out = set()
     for e in sdg.readers(tid):
         for r in where.get(e.sink, []):
             got = read_key(e, r.node.point)
-            if r.loop is loop and got is not None and _after(p, r) and \
-                    _subst(got, r.eqs) == _subst(prev, r.eqs):
+            if _names_it(r, got, p, key) or (
+                    prev is not None and got is not None and r.loop is loop and _after(p, r)
+                    and _subst(got, r.eqs) == _subst(prev, r.eqs)):
                 out.add((id(r.node), e.sink_in))
     return out
