@@ -6,7 +6,8 @@ reports, per kernel call, in thread CPU time (robust to other processes on a sha
 machine; one torch thread):
 
 - stub: every kernel replaced by a function returning its recorded output, so the run
-  is only the generated code, stores and frees;
+  is only the generated code, stores and frees (the stub calls' own cost, calibrated,
+  subtracted); robust to a loaded machine, unlike the next;
 - outside: total run time minus the time measured inside the kernels (the timing
   wrapper's own cost is calibrated and subtracted).
 
@@ -63,6 +64,11 @@ def measure(exe: Any, reps: int = 5) -> dict[str, float]:
     for _ in range(20_000):
         empty()
     cal = acc[0] / acc[1]
+    stub_call = (lambda v: lambda *a: v)(None)  # what one stubbed kernel call costs
+    t = _clock()
+    for _ in range(20_000):
+        stub_call(cal, cal, cal)
+    stub_cal = (_clock() - t) / 20_000
     plain, inside, stub = [], [], []
     calls = 0.0
     for _ in range(reps):
@@ -87,7 +93,8 @@ def measure(exe: Any, reps: int = 5) -> dict[str, float]:
             ns[k] = orig[k]
     tot, kern = min(plain), min(inside)
     return {"calls": calls, "total_ms": tot * 1e3, "kernel_ms": kern * 1e3,
-            "stub_us": min(stub) / calls * 1e6, "outside_us": (tot - kern) / calls * 1e6}
+            "stub_us": (min(stub) / calls - stub_cal) * 1e6,
+            "outside_us": (tot - kern) / calls * 1e6}
 
 
 def build(which: str, steps: int) -> Any:
