@@ -3,6 +3,13 @@ the trivial env (envs as a spatial batch, iterations i, steps t) weighting log �
 by the Monte-Carlo return (every later reward of the episode) or by the n-step return
 Σ_{k<n} γ^k r[t+k] (the next n rewards only), written with `tempo.api.rl` as a user would.
 
+The gradient is the sum over the episode of per-step terms. With the n-step return each
+term reads only n rewards ahead, so the compiler accumulates it inside the rollout loop,
+n-1 steps late (`compiler/passes/accumulate.py`, shifted placement in
+`schedule/loop_tree.py`): a step's activations die n steps after it and the device peak is
+O(n) steps. The Monte-Carlo return reads to the end of the episode, so its learner keeps all
+T steps (or swaps them under the cap). `enable_incrementalization=False` turns that off.
+
 Memory is Tempo's own accountant under the point's cap with swapping on (tempo_memory);
 the iteration time is execute()'s wall time over the iterations."""
 

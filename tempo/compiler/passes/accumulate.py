@@ -87,6 +87,7 @@ class _Reach:
     def __init__(self, sdg: SDG, d: Symbol, size: int) -> None:
         self.sdg, self.d, self.size = sdg, d, size
         self._pre: dict[int, bool] = {}
+        self._offsets: dict[int, int | None] = {}  # by id(edge): sums share their cones
 
     def cone(self, x: int) -> set[int]:
         """Ops over `d` that `x` depends on (itself included)."""
@@ -114,7 +115,9 @@ class _Reach:
         for o in cone:
             for e in self.sdg.in_edges[o]:
                 if e.src.op_id in cone:
-                    off = self._offset(e)
+                    if id(e) not in self._offsets:
+                        self._offsets[id(e)] = self._offset(e)
+                    off = self._offsets[id(e)]
                     if off is None:
                         return None
                     edges.append((e, off))
