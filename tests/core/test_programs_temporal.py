@@ -105,6 +105,30 @@ def test_window_ahead(cfg) -> None:
     close(run(cfg, 1, build, {0: T_})["y"], want)
 
 
+def test_window_ahead_of_a_recurrence_summed_over_time(cfg) -> None:
+    """A term reading 3 steps ahead of a recurrence runs in the recurrence's loop, 2 steps
+    late (shifted placement); its sum over time is a running sum there (incremental mode)."""
+    w = 3
+
+    def build(tT):  # noqa: ANN001, ANN202
+        t, T = tT
+        x = _x_source(t)
+        s = RT.placeholder((3,), dtypes.float32, domain=(t,))
+        s[0] = x[0]
+        s[True] = s[t - 1] * 0.5 + x
+        ahead = (s[t : ie.min(t + w, T)] * 2.0).sum(0)
+        return {"ahead": ahead, "total": ahead[0:T].sum(0) * 3.0}
+
+    s = [XT[0]]
+    for k in range(1, T_):
+        s.append(s[-1] * 0.5 + XT[k])
+    st = torch.stack(s)
+    want = torch.stack([(st[k : min(k + w, T_)] * 2.0).sum(0) for k in range(T_)])
+    res = run(cfg, 1, build, {0: T_})
+    close(res["ahead"], want)
+    close(res["total"], want.sum(0) * 3.0)
+
+
 def test_constant_slice_whole_dim(cfg) -> None:
     def build(tT):  # noqa: ANN001, ANN202
         t, T = tT
