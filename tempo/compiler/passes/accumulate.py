@@ -25,6 +25,7 @@ from tempo.core.configs import ExecutionConfig
 from tempo.core.dtype import dtypes
 from tempo.core.index_expr import IndexExpr, IndexSequence, Slice, Symbol
 from tempo.core.sdg import SDG, Edge, TensorId
+from tempo.schedule.loop_tree import strongly_connected
 
 LOOP_TAG = "loop:"
 
@@ -40,7 +41,7 @@ def run(sdg: SDG, cfg: ExecutionConfig) -> SDG:
         if d in sdg.loop_dims or not isinstance(size, int) or isinstance(size, bool) \
                 or size < 2:
             continue
-        finder = _Reach(sdg, d, size)
+        finder = _Reach(sdg, d, size, bool(cfg.enable_swap and cfg.device_memory_cap_bytes))
         for op in list(sdg.ops.values()):
             if isinstance(op, ops.SumOp) and op.op_id in sdg.ops:
                 site = _summed_read(sdg, op, d, size)
@@ -84,10 +85,10 @@ class _Reach:
     """How far ahead along `d` an op's value reads (through every op over `d` it depends
     on), and whether what it reads without `d` is computed before the loop over `d`."""
 
-    def __init__(self, sdg: SDG, d: Symbol, size: int) -> None:
-        self.sdg, self.d, self.size = sdg, d, size
+    def __init__(self, sdg: SDG, d: Symbol, size: int, stream: bool) -> None:
+        self.sdg, self.d, self.size, self.stream = sdg, d, size, stream
         self._pre: dict[int, bool] = {}
-        self._offsets: dict[int, int | None] = {}  # by id(edge): sums share their cones
+        self._reach: dict[int, int | None] | None = None
 
     def cone(self, x: int) -> set[int]:
         """Ops over `d` that `x` depends on (itself included)."""
@@ -102,38 +103,52 @@ class _Reach:
 
     def worth(self, x: int) -> bool:
         """`x` can be computed inside the loop a bounded number of steps after its own
-        point, and that number is small against the loop (at most half of it)."""
+        point, and that number is small against the loop (at most half of it). Under a
+        device cap with swapping on, a larger look-ahead is accumulated too: the learner
+        then loops over `d` after the loop it reads, one step's points at a time, which
+        the swap can fetch back step by step (a batched learner needs every step at once
+        on the device: Monte-Carlo REINFORCE's whole episode)."""
         ahead = self.ahead(x)
-        return ahead is not None and 2 * (ahead + 1) <= self.size
+        return ahead is not None and (2 * (ahead + 1) <= self.size or self.stream)
 
     def ahead(self, x: int) -> int | None:
         """Steps along `d` beyond its own point that `x` needs (None: unbounded, or it
         needs something computed after the loop)."""
-        cone = self.cone(x)
-        reach = {o: 0 for o in cone}
-        edges: list[tuple[Edge, int]] = []
-        for o in cone:
+        if self._reach is None:
+            self._reach = self._reach_all()
+        return self._reach.get(x)
+
+    def _reach_all(self) -> dict[int, int | None]:
+        """`ahead` of every op over `d`, in one pass over the components of their reads
+        in topological order (a cycle reading ahead, a backward recurrence, is unbounded;
+        one reading behind, a rollout, needs what its members' other reads need)."""
+        over = [o for o, op in self.sdg.ops.items() if self.d in op.domain]
+        inside = set(over)
+        succ: dict[int, list[int]] = {o: [] for o in over}
+        for o in over:
             for e in self.sdg.in_edges[o]:
-                if e.src.op_id in cone:
-                    if id(e) not in self._offsets:
-                        self._offsets[id(e)] = self._offset(e)
-                    off = self._offsets[id(e)]
-                    if off is None:
-                        return None
-                    edges.append((e, off))
-                elif not self._before_loop(e):
-                    return None
-        for _ in range(len(cone) + 1):  # longest path; a positive cycle never settles
-            changed = False
-            for e, off in edges:
-                r = reach[e.src.op_id] + off
-                if r > reach[e.sink]:
-                    if r >= self.size:
-                        return None
-                    reach[e.sink], changed = r, True
-            if not changed:
-                return reach[x]
-        return None
+                if e.src.op_id in inside:
+                    succ[e.src.op_id].append(o)
+        reach: dict[int, int | None] = {}
+        for scc in reversed(strongly_connected(over, succ)):  # Tarjan: sinks first
+            members = set(scc)
+            need: int | None = 0
+            for o in scc:
+                for e in self.sdg.in_edges[o]:
+                    s = e.src.op_id
+                    off = self._offset(e) if s in inside else 0
+                    if s not in inside:
+                        r: int | None = 0 if self._before_loop(e) else None
+                    elif s in members:
+                        r = None if off is None or off > 0 else 0
+                    else:
+                        src_reach = reach[s]
+                        r = None if src_reach is None or off is None else src_reach + off
+                    need = None if need is None or r is None else max(need, r)
+            if need is not None and need >= self.size:
+                need = None
+            reach.update({o: need for o in scc})
+        return reach
 
     def _offset(self, e: Edge) -> int | None:
         """The most the read's index along `d` exceeds the reader's point."""
