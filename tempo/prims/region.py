@@ -5,7 +5,8 @@ cost is its members' arithmetic with the traffic of one fused kernel (inputs rea
 outputs written once: intermediates never reach memory). Its kernels are the body as one
 function (`tempo.runtime.regions`), compiled where the pass asked: `jax.jit` on jax (a
 body jax cannot trace — a kernel that needs concrete values — runs eagerly instead),
-`torch.compile` on torch, never on numpy.
+`torch.compile` on torch once the region's eager calls have paid for it (PAYBACK_S in
+`tempo.runtime.regions`), never on numpy.
 """
 
 from __future__ import annotations
@@ -62,9 +63,9 @@ def _torch_compile(fn: Kernel) -> Kernel:
 
 
 def _torch(op: RegionOp, be: Any) -> Kernel:
-    from tempo.runtime.regions import region_kernel
+    from tempo.runtime.regions import after_payback, region_kernel
 
-    return region_kernel(op, be, _torch_compile)
+    return region_kernel(op, be, lambda fn: after_payback(fn, _torch_compile))
 
 
 def _jax(op: RegionOp, be: Any) -> Kernel:

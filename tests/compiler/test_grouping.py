@@ -171,7 +171,24 @@ def test_torch_compilation_backend_takes_known_values(tmp_path: Any) -> None:
 def test_torch_compile_regions_agree(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """Every static region torch.compiled (threshold 0): the results of eager torch."""
     monkeypatch.setattr(grouping, "TORCH_COMPILE_MIN_ELEMENTS", 0)
+    monkeypatch.setattr(regions, "PAYBACK_S", 0.0)  # compiled from the second call on
     got, exe = run_once(_cfg("torch", tmp_path), 1, rnn_and_return, {0: T_})
     assert any(r.compiled for r in _regions(exe))
     for name, w in rnn_and_return_eager().items():
         torch.testing.assert_close(got[name], w, atol=1e-5, rtol=1e-5)
+
+
+def test_torch_compile_waits_until_eager_calls_pay_for_it() -> None:
+    """A region marked for torch.compile runs eagerly until its calls have taken
+    `payback_s` seconds, then through the compiled function (here a counting stand-in)."""
+    compiled: list[int] = []
+
+    def compiler(fn: Any) -> Any:
+        compiled.append(1)
+        return lambda *a: ("compiled", fn(*a))
+
+    slow = regions.after_payback(lambda x: x + 1, compiler, payback_s=3600.0)
+    assert [slow(k) for k in range(5)] == [1, 2, 3, 4, 5] and not compiled
+    fast = regions.after_payback(lambda x: x + 1, compiler, payback_s=0.0)
+    assert fast(1) == 2 and compiled == [1]  # the paying call itself ran eagerly
+    assert fast(2) == ("compiled", 3) and fast(3) == ("compiled", 4) and compiled == [1]
