@@ -24,10 +24,18 @@ GAMMA, LAMBDA, CLIP, VF, ENT = 0.99, 0.96, 0.2, 0.5, 0.01
 
 
 def build(backend: str, B: int, I: int, T: int, hidden: int, store: dict,
-          **flags: Any) -> tuple:
+          iterations_first: bool = False, **flags: Any) -> tuple:
+    """The artifact's program over (b, i, t); `iterations_first` declares the dims in the
+    order (i, b, t) (the same program: only the loop order of what no dependence orders
+    changes, e.g. in which order the action noise is drawn from the generator)."""
     cfg = ExecutionConfig(dev="cpu", backend=backend, path="", **flags)
     ctx = TempoContext(cfg, num_dims=3)
-    (b, B_), (i, I_), (t, T_) = ctx.variables_and_bounds
+    vb = ctx.variables_and_bounds
+    (i, I_), (b, B_), (t, T_) = (vb[0], vb[1], vb[2]) if iterations_first else (vb[1], vb[0],
+                                                                                vb[2])
+
+    def episode(x: Any) -> Any:  # x over all of b and t at this i, as (B, T)
+        return x[i, 0:B_, 0:T_] if iterations_first else x[0:B_, i, 0:T_]
     with ctx:
         env = Env.make_env("trivial.trivial", max_episode_steps=T, observation_shape=(3, 4, 4),
                            continuous=True)
@@ -36,24 +44,25 @@ def build(backend: str, B: int, I: int, T: int, hidden: int, store: dict,
         opt = Adam(net.parameters, net.buffers, 1e-3)
         o = RecurrentTensor.placeholder(env.observation_shape, env.observation_dtype,
                                         domain=(b, i, t))
-        o[b, i, 0] = env.reset(domain=(b, i))
+        first, second = (i, b) if iterations_first else (b, i)  # domains follow the universe
+        o[first, second, 0] = env.reset(domain=(b, i))
         action, value = net(o.unsqueeze())
         value = value.squeeze(0)
-        o[b, i, t + 1], r, term, trunc = env.step(action)
+        o[first, second, t + 1], r, term, trunc = env.step(action)
         advantage = rl.gae(r, value.detach(), t, T_, GAMMA, LAMBDA)
         ret = advantage + value.detach()
-        adv_all = advantage[0:B_, i, 0:T_]
+        adv_all = episode(advantage)
         advantage = advantage.normalize(adv_all.mean(), adv_all.std())
         log_prob = net.log_prob(action).squeeze(0)
         ratio = (log_prob - log_prob.detach()).exp()
         surr = tpo.minimum(ratio * advantage, ratio.clip(1 - CLIP, 1 + CLIP) * advantage)
         v_loss = (value - ret.detach()) ** 2
         loss_pt = -surr + VF * v_loss - ENT * net.entropy().squeeze(0)
-        loss = loss_pt[0:B_, i, 0:T_].mean()
+        loss = episode(loss_pt).mean()
         loss.backward()
         opt.step()
         RecurrentTensor.sink_many_with_ts_udf(
-            [r[0:B_, i, 0:T_], value[0:B_, i, 0:T_], v_loss[0:B_, i, 0:T_], loss],
+            [episode(r), episode(value), episode(v_loss), loss],
             lambda xs, ts: store.setdefault("rows", []).append(
                 (ts[i], *[np.asarray(x).copy() for x in xs])))
     return ctx, {B_: B, I_: I, T_: T}
@@ -92,7 +101,7 @@ def test_artifact_ppo_runs_and_its_loss_is_ppos(backend: str, B: int, I: int, T:
 
 def _rows(backend: str, B: int, I: int, T: int, **flags: Any) -> list:
     store: dict = {}
-    ctx, bounds = build(backend, B, I, T, 8, store, **flags)
+    ctx, bounds = build(backend, B, I, T, 8, store, iterations_first=True, **flags)
     ctx.compile(bounds).execute()
     return sorted(store["rows"], key=lambda row: row[0])
 
@@ -101,7 +110,11 @@ def _rows(backend: str, B: int, I: int, T: int, **flags: Any) -> list:
 def test_vectorised_ppo_reads_what_the_loops_read(backend: str) -> None:
     """The rollout batched over b (the env's vectorised reset/step) and the learner over
     (b, t) give the per-point program's numbers: the same episodes (each env seeded by its
-    point), the same values and losses up to summation order, over several updates."""
+    point), the same values and losses up to summation order, over several updates.
+    Random draws come from one generator stream in the order the schedule makes them, and
+    no order is promised: the per-point program draws the action noise in the loop order
+    of its dims, the batched one (B, T) draws per iteration (the iteration dim stays a
+    loop), so the dims are declared iterations first, where both orders are (i, b, t)."""
     loops = _rows(backend, 3, 3, 5, enable_vectorization=False)
     batched = _rows(backend, 3, 3, 5)
     for a, v in zip(loops, batched):
