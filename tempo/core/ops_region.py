@@ -53,6 +53,11 @@ class RegionOp(Op):
     """Elements of the largest value the region reads or makes per point (0: unknown)."""
     input_types: tuple[DataType, ...] = ()
     """The inputs' dtypes (its cost rule sees only shapes and element sizes)."""
+    scratch_bytes: int = 0
+    """The most bytes of member values (intermediates and outputs) alive at once during a
+    call, from their static shapes and last uses in `body`: a tracked run charges it
+    around the call, so the memory accountant stays an upper bound of what the region
+    holds although its intermediates never reach a store."""
     name: ClassVar[str] = "region"
     variadic: ClassVar[bool] = True
 

@@ -402,6 +402,9 @@ class CodeGen:
             args.append("{" + ts + "}")
         call = f"k{op.op_id}({', '.join(args)})"
         n = op.num_outputs
+        scratch, unscratch = ([], []) if self.charges is None else self.charges.around_call(
+            op, pad)
+        self.lines.extend(scratch)
         if n == 0:
             self.lines.append(f"{pad}{call}")
             if self.steps and isinstance(op, ops.BarrierOp):
@@ -416,6 +419,7 @@ class CodeGen:
             for k in range(n):
                 self.lines.append(pad + self.assign(TensorId(op.op_id, k), op, names, key,
                                                     f"_o{k}"))
+        self.lines.extend(unscratch)
         if n and self.charges is not None:
             e = edges[0] if edges else None
             view = e.src if e is not None and (e.is_point() or e.src in self.blocked) else None

@@ -69,6 +69,17 @@ class Charges:
                 f"{pad}if _A.live > _A.peak:",
                 f"{pad}    _A.high({tid.op_id}, {tid.output_id}, {n})"]
 
+    @staticmethod
+    def around_call(op: ops.Op, pad: str) -> tuple[list[str], list[str]]:
+        """Lines before and after the call of a fused region: its scratch (the values it
+        makes and drops inside, `RegionOp.scratch_bytes`) is charged for the call's
+        duration; the outputs are then charged as locals or stores, as for any op."""
+        n = getattr(op, "scratch_bytes", 0)
+        if not n:
+            return [], []
+        return ([f"{pad}_A.live += {n}", f"{pad}if _A.live > _A.peak:",
+                 f"{pad}    _A.high({op.op_id}, 0, {n})"], [f"{pad}_A.live -= {n}"])
+
     def dropped_line(self, tids: list[TensorId], pad: str) -> list[str]:
         """The credit for dropping the locals `tids`."""
         out: list[str] = []

@@ -119,8 +119,8 @@ def blocks_mode(cfg: Any) -> Any:
 
 
 def fused_mode(cfg: Any) -> Any:
-    """`all_passes(blocks_mode(cfg))`, untracked: fusion into regions (the grouping pass
-    forms none under a memory cap, which the modes below set)."""
+    """`all_passes(blocks_mode(cfg))`, untracked: fusion into regions (the modes below
+    set a memory cap: their regions are charged their scratch bytes around each call)."""
     return all_passes(blocks_mode(cfg))
 
 

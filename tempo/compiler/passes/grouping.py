@@ -10,8 +10,10 @@ stay readable), along reads at the same point of the same domain, with the same 
 joined only when no path leads from one through other ops back to the other at the same
 point (A → X → B with A, B joined and X outside would make the region wait on itself;
 `grouping_cycles`). A region holds at least two ops (one op is already one kernel call)
-and at most `max_dataflow_group_size`. Under a device memory cap no region is formed: the
-memory accountant counts stored values, and a region's intermediates are never stored.
+and at most `max_dataflow_group_size`. A region's intermediates never reach a store, so
+each region carries its scratch bytes (the most bytes of member values alive at once in a
+call), which a tracked run charges around the call: the accountant stays an upper bound.
+Under a device memory cap only ops of static shapes join (their scratch is a constant).
 """
 
 from __future__ import annotations
@@ -42,10 +44,9 @@ handed over by the store, not values a region passes between members)."""
 
 
 def run(sdg: SDG, cfg: ExecutionConfig) -> SDG:
-    if cfg.device_memory_cap_bytes is not None:
-        return sdg  # under a cap the accountant must see every value; a region hides its own
+    capped = cfg.device_memory_cap_bytes is not None
     lo = max(2, cfg.min_dataflow_group_size)
-    for members in find_regions(sdg, cfg.max_dataflow_group_size):
+    for members in find_regions(sdg, cfg.max_dataflow_group_size, static_only=capped):
         if len(members) >= lo:
             fuse(sdg, members, cfg)
     return sdg
@@ -122,14 +123,17 @@ def demands(sdg: SDG, order: list[int]) -> dict[int, frozenset[tuple[str, str]] 
     return out
 
 
-def find_regions(sdg: SDG, max_size: int) -> list[list[int]]:
+def find_regions(sdg: SDG, max_size: int, static_only: bool = False) -> list[list[int]]:
     """Groups of op ids (in topological order) to fuse: unions along joinable reads of ops
     with equal demands, never closing a same-point cycle through other ops nor holding a
     read of one member by another at another point. Cycles are ruled out first by the
     scheduler's per-read test on the graph of groups (cheap: it keeps that graph), and
-    where it cannot by summing distances along paths (`grouping_cycles`)."""
+    where it cannot by summing distances along paths (`grouping_cycles`). With
+    `static_only` only ops whose outputs have static shapes join."""
     order = [op.op_id for op in sdg.topological()]
-    ok = {i for i in order if fusible(sdg, sdg.ops[i])}
+    ok = {i for i in order if fusible(sdg, sdg.ops[i]) and not (static_only and any(
+        _elements(sdg, sdg.tensors[TensorId(i, k)].shape) is None
+        for k in range(sdg.ops[i].num_outputs)))}
     need = demands(sdg, order)
     maybe_zero, _ = zero_distance_oracle(sdg)
     succ: dict[int, set[int]] = {i: set() for i in sdg.ops}
@@ -227,12 +231,46 @@ def fuse(sdg: SDG, members: list[int], cfg: ExecutionConfig) -> RegionOp:
                       outputs=tuple(Ref(position[t.op_id], t.output_id) for t in outs),
                       compiled=compiled(cfg, elements, static),
                       generated=cfg.enable_codegen_dataflows, elements=elements,
-                      input_types=tuple(sdg.tensors[src].dtype for src, _ in inputs))
+                      input_types=tuple(sdg.tensors[src].dtype for src, _ in inputs),
+                      scratch_bytes=scratch_bytes(sdg, members, reads, outs))
     sdg.add_op(region, inputs, [i.shape for i in infos], [i.dtype for i in infos])
     for k, t in enumerate(outs):
         sdg.replace_all_uses(t, TensorId(region.op_id, k), where=_outside(position))
     sdg.remove_ops(members)
     return region
+
+
+def scratch_bytes(sdg: SDG, members: list[int], reads: list[tuple[Ref, ...]],
+                  outs: list[TensorId]) -> int:
+    """The most bytes of member values alive at once while the region runs: each value
+    lives from its member until its last reader in the body (a region output until the
+    end); views are counted in full (an upper bound); 0 when a shape is not static."""
+    dies: dict[tuple[int, int], int] = {}  # (position, output) -> the last position using it
+    for k, m in enumerate(members):
+        for j in range(sdg.ops[m].num_outputs):
+            dies[(k, j)] = k
+    for k, refs in enumerate(reads):
+        for r in refs:
+            if not r.is_input:
+                dies[(r.member, r.output)] = k
+    position = {m: k for k, m in enumerate(members)}
+    for t in outs:
+        dies[(position[t.op_id], t.output_id)] = len(members)
+    freed = [0] * (len(members) + 1)
+    made = [0] * len(members)
+    for (k, j), end in dies.items():
+        info = sdg.tensors[TensorId(members[k], j)]
+        n = _elements(sdg, info.shape)
+        if n is None:
+            return 0
+        made[k] += n * info.dtype.repr_bytes
+        freed[end] += n * info.dtype.repr_bytes
+    live = peak = 0
+    for k in range(len(members)):
+        live += made[k]
+        peak = max(peak, live)
+        live -= freed[k]
+    return peak
 
 
 def _outside(position: dict[int, int]) -> Callable[[Edge], bool]:
