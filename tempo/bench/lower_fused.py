@@ -5,8 +5,9 @@
 user writes them by hand, softmax and log-softmax over scores (B, H, L, L), layer and
 RMS norm over (B, H, L, L) rows, and attention over q, k, v (B, H, L, E), each a Tempo
 program (one step, input from a source, output to a sink) compiled with the lowering on
-(the default) and off (`algebraic_optims_to_disable`). It reports kernel calls per run (and the backend
-kernels they run: a fused region calls its members' kernels) and, interleaved in one process on one torch thread, min and median ms of both and of
+(the default) and off (`algebraic_optims_to_disable`). It reports kernel calls per run
+(and the backend kernels they run: a fused region calls its members' kernels) and,
+interleaved in one process on one torch thread, min and median ms of both and of
 torch's fused call (`torch.softmax`, `F.layer_norm`, `F.scaled_dot_product_attention`),
 with `uptime`. Results are appended to results/lower_fused.txt.
 """
@@ -61,7 +62,7 @@ def _attention(q: RT, k: RT, v: RT) -> RT:
 def cases(b: int, h: int, seq: int, e: int) -> dict[str, tuple[Callable[..., RT], Callable[
         ..., torch.Tensor], list[tuple[int, ...]]]]:
     """name -> (the hand-written Tempo composite, torch's fused call, input shapes)."""
-    scores = [(b, h, seq, seq)]
+    scores: list[tuple[int, ...]] = [(b, h, seq, seq)]
     return {
         "softmax": (_softmax, lambda x: torch.softmax(x, -1), scores),
         "log_softmax": (_log_softmax, lambda x: torch.log_softmax(x, -1), scores),
@@ -109,6 +110,17 @@ def kernel_calls(exe: Any) -> tuple[int, int]:
     return n[0], n[1]
 
 
+def _call(fn: Callable[..., Any], inputs: list[torch.Tensor]) -> Callable[[], Any]:
+    return lambda: fn(*inputs)
+
+
+def _run(exe: Any) -> Callable[[], Any]:
+    def run() -> None:
+        exe.reset()
+        exe.execute()
+    return run
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--b", type=int, default=4)
@@ -132,9 +144,8 @@ def main() -> None:
         exes = {"lowered": compile_case(build, inputs, True),
                 "composite": compile_case(build, inputs, False)}
         calls = {k: kernel_calls(e) for k, e in exes.items()}
-        runs: dict[str, Callable[[], Any]] = {
-            "torch": lambda: fused(*inputs),
-            **{k: (lambda e=e: (e.reset(), e.execute())) for k, e in exes.items()}}
+        runs: dict[str, Callable[[], Any]] = {"torch": _call(fused, inputs)}
+        runs.update({k: _run(e) for k, e in exes.items()})
         ms: dict[str, list[float]] = {k: [] for k in runs}
         for _ in range(args.reps):
             for k, run in runs.items():
