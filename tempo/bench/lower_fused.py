@@ -73,10 +73,13 @@ def cases(b: int, h: int, seq: int, e: int) -> dict[str, tuple[Callable[..., RT]
     }
 
 
-def compile_case(build: Callable[..., RT], inputs: list[torch.Tensor], lower: bool) -> Any:
-    """One step: the inputs from sources, the composite, its value to a sink."""
+def compile_case(build: Callable[..., RT], inputs: list[torch.Tensor], lower: bool,
+                 regions: str = "compile") -> Any:
+    """One step: the inputs from sources, the composite, its value to a sink; fused
+    regions run by `regions` (`torch_compilation_backend`)."""
     cfg = dataclasses.replace(ExecutionConfig(), dev="cpu", backend="torch",
-                              algebraic_optims_to_disable=() if lower else RULES)
+                              algebraic_optims_to_disable=() if lower else RULES,
+                              torch_compilation_backend=regions)
     ctx = TempoContext(cfg, num_dims=1)
     ((t, T),) = ctx.variables_and_bounds
     with ctx:
@@ -129,21 +132,28 @@ def main() -> None:
     ap.add_argument("--e", type=int, default=64)
     ap.add_argument("--reps", type=int, default=7)
     ap.add_argument("--only", nargs="*", default=None, help="case names")
+    ap.add_argument("--regions", default="compile", choices=["compile", "eager"],
+                    help="torch_compilation_backend of fused regions")
     args = ap.parse_args()
     torch.set_num_threads(1)
     g = torch.Generator().manual_seed(0)
     head = (f"# {time.strftime('%Y-%m-%d %H:%M:%S')}  B{args.b} H{args.h} L{args.l} "
-            f"E{args.e}, 1 thread, {args.reps} interleaved reps; "
+            f"E{args.e}, regions {args.regions}, 1 thread, {args.reps} interleaved reps; "
             f"{os.popen('uptime').read().strip()}")
     lines = [head]
     print(head, flush=True)
+    calls: dict[str, tuple[int, int]] = {}
+    kernel_calls(compile_case(_softmax, [torch.ones(2, 2)], True))  # one-time warm-up
     for name, (build, fused, shapes) in cases(args.b, args.h, args.l, args.e).items():
         if args.only and name not in args.only:
             continue
         inputs = [torch.randn(s, generator=g) for s in shapes]
-        exes = {"lowered": compile_case(build, inputs, True),
-                "composite": compile_case(build, inputs, False)}
-        calls = {k: kernel_calls(e) for k, e in exes.items()}
+        exes, cpu = {}, {}
+        for k, lower in (("lowered", True), ("composite", False)):
+            t0 = time.process_time()
+            exes[k] = compile_case(build, inputs, lower, args.regions)
+            calls[k] = kernel_calls(exes[k])  # the first run (torch.compile's work)
+            cpu[k] = time.process_time() - t0
         runs: dict[str, Callable[[], Any]] = {"torch": _call(fused, inputs)}
         runs.update({k: _run(e) for k, e in exes.items()})
         ms: dict[str, list[float]] = {k: [] for k in runs}
@@ -157,7 +167,9 @@ def main() -> None:
                  f"({statistics.median(v) / base:.2f}x)" for k, v in ms.items()]
         line = (f"{name}: calls (backend kernels) lowered {calls['lowered'][0]} "
                 f"({calls['lowered'][1]}), composite {calls['composite'][0]} "
-                f"({calls['composite'][1]}); min/median " + ", ".join(parts))
+                f"({calls['composite'][1]}); compile + first run CPU s lowered "
+                f"{cpu['lowered']:.1f}, composite {cpu['composite']:.1f}; min/median "
+                + ", ".join(parts))
         print(line, flush=True)
         lines.append(line)
     out = Path("results/lower_fused.txt")
