@@ -338,6 +338,8 @@ class LoopAnalysis:
             return Read("inv", index=_index(seg.invariants, src))
         if e.src in self.local:
             raise Reject(f"{e.src!r} is kept in a local")
+        if self.sdg.tensors[e.src].shape.vars_used():  # e.g. an n-step window near the end
+            raise Reject(f"{it.op!r} reads {e.src!r}, whose shape changes with its point")
         for m in slices:  # a moving window: every point must read as many rows
             lo, hi = m.bounds_py(it.names)
             if len({int(self.at(hi, n)) - int(self.at(lo, n)) for n in its}) != 1:
