@@ -18,6 +18,8 @@ import torch
 
 from tempo.api import RecurrentTensor, TempoContext
 from tempo.compiler.pipeline import CLEANUP
+from tempo.core.ops_fused import AttentionOp
+from tempo.core.ops_tiled import TiledAttentionOp
 from tempo.runtime import store_choice
 
 Build = Callable[..., dict[str, RecurrentTensor]]
@@ -74,7 +76,7 @@ def run(cfg: Any, num_dims: int, build: Build, bounds: dict[int, int],
             continue
         mode_cfg = mode.configure(cfg)
         got, done[mode.name] = mode.runner(mode_cfg, prog, done)
-        rtol, atol = _tolerance(mode, mode_cfg)
+        rtol, atol = _tolerance(mode, mode_cfg, done[mode.name])
         for name in res:
             torch.testing.assert_close(got[name], res[name], rtol=rtol, atol=atol,
                                        msg=lambda m, n=name, md=mode.name: f"mode {md!r}, "
@@ -88,11 +90,26 @@ JAX_FUSED_TOL = 1e-6
 torch and numpy regions call the same kernels and stay bit for bit."""
 
 
-def _tolerance(mode: Mode, cfg: Any) -> tuple[float, float]:
-    """(rtol, atol) for comparing `mode` (run under `cfg`) with the plain run."""
+LOWERED_ATTENTION_TOL = 1e-6
+"""Hand-written attention lowered to the fused primitive (compiler/passes/lower_fused*)
+runs the backend's scaled_dot_product_attention, which scales and sums in its own order:
+a few ulps from the composite the plain run (optimisations off) computes. The lowering's
+own tests compare it with torch eager, values and gradients."""
+
+
+def _lowered_attention(exe: Any) -> bool:
+    bodies = [getattr(op, "body", (op,)) for op in exe.sdg.ops.values()]
+    return any(isinstance(m, AttentionOp | TiledAttentionOp) for b in bodies for m in b)
+
+
+def _tolerance(mode: Mode, cfg: Any, exe: Any) -> tuple[float, float]:
+    """(rtol, atol) for comparing `mode` (run under `cfg`, by `exe`) with the plain run."""
+    tol = 0.0
     if cfg.backend == "jax" and cfg.enable_dataflow_grouping and cfg.enable_group_fusions:
-        return max(mode.rtol, JAX_FUSED_TOL), max(mode.atol, JAX_FUSED_TOL)
-    return mode.rtol, mode.atol
+        tol = JAX_FUSED_TOL
+    if _lowered_attention(exe):
+        tol = max(tol, LOWERED_ATTENTION_TOL)
+    return max(mode.rtol, tol), max(mode.atol, tol)
 
 
 def all_passes(cfg: Any) -> Any:
