@@ -22,10 +22,11 @@ import argparse
 import os
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import torch
+
+from tempo.bench.results import append_lines
 
 _clock = time.thread_time
 
@@ -131,10 +132,7 @@ def main() -> None:
                 f"us/call, generated code + stores alone {m['stub_us']:.2f} us/call")
         print(line, flush=True)
         lines.append(line)
-    out = Path("results/call_overhead.txt")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with out.open("a") as f:
-        f.write("\n".join(lines) + "\n")
+    append_lines("results/call_overhead.txt", lines)
 
 
 if __name__ == "__main__":

@@ -25,7 +25,6 @@ import os
 import statistics
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import torch
@@ -33,6 +32,7 @@ import torch
 from tempo.bench.baselines import ppo_cleanrl
 from tempo.bench.baselines.ppo_cleanrl import DEFAULTS
 from tempo.bench.memory import DeviceMemoryAccountant
+from tempo.bench.results import append_lines
 from tempo.bench.systems import ppo_tempo
 from tempo.bench.timing import StatsLogger
 
@@ -195,10 +195,7 @@ def main() -> None:
     lines = run(args.B, args.T, args.iters, args.reps, args.backends.split(","))
     if args.scaling:
         lines += scaling(2)
-    out = Path("results/e5/e5_pair.txt")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with out.open("a") as f:
-        f.write("\n".join(lines) + "\n")
+    append_lines("results/e5/e5_pair.txt", lines)
 
 
 if __name__ == "__main__":

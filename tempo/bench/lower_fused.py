@@ -21,7 +21,6 @@ import os
 import statistics
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import torch
@@ -29,6 +28,7 @@ import torch.nn.functional as F  # noqa: N812
 
 from tempo.api import RecurrentTensor as RT
 from tempo.api import TempoContext
+from tempo.bench.results import append_lines
 from tempo.core.configs import ExecutionConfig
 from tempo.core.dtype import dtypes
 from tempo.core.ops_region import RegionOp
@@ -172,10 +172,7 @@ def main() -> None:
                 + ", ".join(parts))
         print(line, flush=True)
         lines.append(line)
-    out = Path("results/lower_fused.txt")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with out.open("a") as f:
-        f.write("\n".join(lines) + "\n")
+    append_lines("results/lower_fused.txt", lines)
 
 
 if __name__ == "__main__":

@@ -46,3 +46,13 @@ def load_record(results_root: Path, p: Point) -> Record:
 def load_records(results_root: Path, points: list[Point]) -> list[Record]:
     """All records of a grid, in grid order."""
     return [load_record(results_root, p) for p in points]
+
+
+def append_lines(path: str | Path, lines: list[str]) -> Path:
+    """Append a measurement script's printed lines to its log under results/ (the pair
+    benches keep every run, each headed by its date and load)."""
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with out.open("a") as f:
+        f.write("\n".join(lines) + "\n")
+    return out

@@ -15,7 +15,6 @@ import argparse
 import os
 import statistics
 import time
-from pathlib import Path
 
 import numpy as np
 import torch
@@ -24,6 +23,7 @@ from tempo.bench.baselines.gpt2_core import Gpt2CoreConfig, init_weights
 from tempo.bench.baselines.gpt2_torch import TorchGpt2Decoder
 from tempo.bench.experiments.lm import MODEL
 from tempo.bench.memory import DeviceMemoryAccountant
+from tempo.bench.results import append_lines
 from tempo.bench.systems.gpt2_tempo import TempoGpt2Decoder
 
 CAP = 48 << 20  # E1's device cap
@@ -71,10 +71,7 @@ def main() -> None:
         print(lines[-1], flush=True)
     lines.append(f"# after: {os.popen('uptime').read().strip()}")
     print(lines[-1], flush=True)
-    out = Path("results/tpt_pair.txt")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with out.open("a") as f:
-        f.write("\n".join(lines) + "\n")
+    append_lines("results/tpt_pair.txt", lines)
 
 
 if __name__ == "__main__":
