@@ -31,6 +31,7 @@ import torch
 
 from tempo.bench.baselines import ppo_cleanrl
 from tempo.bench.baselines.ppo_cleanrl import DEFAULTS
+from tempo.bench.clock import cpu_seconds
 from tempo.bench.memory import DeviceMemoryAccountant
 from tempo.bench.results import append_lines
 from tempo.bench.systems import ppo_tempo
@@ -47,9 +48,9 @@ def compile_tempo(c: dict[str, Any], backend: str) -> tuple[Any, float]:
     """The E5 Tempo program, compiled untracked (as ppo_tempo times it); compile CPU-s.
     The executable keeps the program's step dim as `e5_t` (for counting calls per step)."""
     ctx, bounds = ppo_tempo._program(c, backend, StatsLogger(), {})
-    t0 = time.process_time()
+    t0 = cpu_seconds()
     exe = ctx.compile(bounds)
-    cpu = time.process_time() - t0
+    cpu = cpu_seconds() - t0
     exe.e5_t = ctx.variables_and_bounds[2][0]
     return exe, cpu
 
@@ -143,9 +144,9 @@ def run(B: int, T: int, iters: int, reps: int, backends: list[str]) -> list[str]
     cpu_ms: dict[str, list[float]] = {k: [] for k in names}
 
     def timed(name: str, fn: Callable[[], Any]) -> None:
-        t, c0 = time.perf_counter(), time.process_time()
+        t, c0 = time.perf_counter(), cpu_seconds()
         fn()
-        cpu_ms[name].append((time.process_time() - c0) / iters * 1e3)
+        cpu_ms[name].append((cpu_seconds() - c0) / iters * 1e3)
         times[name].append((time.perf_counter() - t) / iters * 1e3)
 
     for _ in range(reps):

@@ -9,7 +9,6 @@ and compiled for seq 1024; the layer is a dimension, so the program has one laye
 
 from __future__ import annotations
 
-import os
 import time
 from typing import Any
 
@@ -21,6 +20,7 @@ from tempo.bench.baselines.llama_core import (
     weight_bytes,
     weights_dir,
 )
+from tempo.bench.clock import cpu_seconds
 from tempo.bench.memory import DeviceMemoryAccountant
 
 
@@ -60,12 +60,6 @@ def make_tempo_llama(cfg: dict[str, Any], acct: DeviceMemoryAccountant) -> Tempo
     return TempoLlamaDecoder(cfg, acct)
 
 
-def _cpu() -> float:
-    """CPU seconds of this process and its waited-for children (the forked isl worker)."""
-    t = os.times()
-    return t.user + t.system + t.children_user + t.children_system
-
-
 def compile_llama(cfg: dict[str, Any]) -> dict[str, Any]:
     """E4c: wall and CPU seconds of recording + `compile()` for the tiny Llama at
     `n_layers` layers."""
@@ -83,7 +77,7 @@ def compile_llama(cfg: dict[str, Any]) -> dict[str, Any]:
                      n_heads=c["num_attention_heads"], n_kv_heads=c["num_key_value_heads"],
                      n_layers=n_layers, norm_eps=c["rms_norm_eps"], rope_theta=c["rope_theta"],
                      vocab_size=c["vocab_size"])
-    w0, c0 = time.perf_counter(), _cpu()
+    w0, c0 = time.perf_counter(), cpu_seconds()
     ctx = TempoContext(ExecutionConfig(dev="cpu", backend="torch"), num_dims=1)
     ((t, Tb),) = ctx.variables_and_bounds
     with ctx:
@@ -95,6 +89,6 @@ def compile_llama(cfg: dict[str, Any]) -> dict[str, Any]:
     record_s = time.perf_counter() - w0
     exe = ctx.compile({Tb: T})
     prof = exe.compile_profile()
-    return {"comp_time": time.perf_counter() - w0, "comp_cpu_time": _cpu() - c0,
+    return {"comp_time": time.perf_counter() - w0, "comp_cpu_time": cpu_seconds() - c0,
             "record_time": record_s, "n_ops": len(exe.sdg.ops),
             **{f"profile_{k}_ms": v for k, v in prof.items()}}

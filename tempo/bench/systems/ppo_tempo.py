@@ -24,6 +24,7 @@ from tempo.api.optim.optim import Adam
 from tempo.api.rl.env.env import Env
 from tempo.api.rl.networks.model_builder import ModelBuilder
 from tempo.bench.baselines.ppo_cleanrl import DEFAULTS
+from tempo.bench.clock import cpu_seconds
 from tempo.bench.memory import DeviceMemoryAccountant
 from tempo.bench.systems.tempo_memory import memory_config, report_memory
 from tempo.bench.timing import StatsLogger
@@ -74,9 +75,9 @@ def train(cfg: dict[str, Any], acct: DeviceMemoryAccountant, logger: StatsLogger
     c.update({k: v for k, v in cfg.items() if v is not None})
     capped = acct.cap_bytes is not None
     ctx, bounds = _program(c, backend, logger, memory_config(acct) if capped else {})
-    w0, c0 = time.perf_counter(), time.process_time()
+    w0, c0 = time.perf_counter(), cpu_seconds()
     exe = ctx.compile(bounds)
-    compile_s, compile_cpu = time.perf_counter() - w0, time.process_time() - c0
+    compile_s, compile_cpu = time.perf_counter() - w0, cpu_seconds() - c0
     w0 = time.perf_counter()
     exe.execute()  # the warm-up run (jax compiles its kernels and regions here)
     first_s = time.perf_counter() - w0
