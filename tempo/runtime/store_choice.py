@@ -2,8 +2,18 @@
 bounds are known, because whether a window store is safe depends on where the readers
 run: a tensor read only through trailing windows `x[t-W+1:t+1]` (or points within W-1 of
 `t`), by readers in the same `t` loop as its producer, needs only its last W points — a
-circular store. Other slice-read tensors get a block store (blocks of U points); the rest
-keep point stores (codegen makes values consumed where they are made locals)."""
+window store, chosen whenever it holds fewer points than the block store would:
+
+* a ring of exactly W slots (runtime/stores_ring.py) when every read along the window's
+  dim is a point or a tiled read (blocks, §5.4);
+* the compacting store of 2W points (`CircularStore`) when some reader takes the window as
+  one in-order slice (a ring would have to join its two runs at every step).
+
+Other slice-read tensors get a block store (blocks of U points); the rest keep point
+stores (codegen makes values consumed where they are made locals). `force` (the config's
+`enable_point_store_fallback=False`) gives every tensor that can legally have a window
+store one, whether or not it saves memory — point-read tensors (`x[t-1]`) included — so
+the program tests exercise them on small programs."""
 
 from __future__ import annotations
 
@@ -11,27 +21,24 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from tempo.core.index_expr import Slice, Symbol
-from tempo.core.ops import SinkUDFOp
+from tempo.core.ops import SinkUDFOp, TiledAttentionOp, TiledReduceOp
 from tempo.core.sdg import SDG, TensorId
 from tempo.schedule.tree import Exec, If, Loop, Node, Seq, While
 
 MAX_SCAN = 1 << 14  # bounds above this are not scanned point by point for window widths
-# The test harness (tests/core/programs.py) sets this to exercise window stores on small
-# programs: every tensor a window store can legally hold gets one, whether or not it
-# saves memory (a ring of 2W points may exceed the bound) and whether it is read through
-# slices or only at points (x[t-1]).
-FORCE_CIRCULAR = False
 
 
 @dataclass(frozen=True)
 class StoreKind:
-    """`kind` is "block" (size = points per block) or "circular" (size = window);
-    `extent` is the number of points along `dim`."""
+    """`kind` is "block" (size = points per block), "ring" (size = slots, the window) or
+    "circular" (size = window, 2W points kept); `extent` is the number of points along
+    `dim`; `rotated` (rings): a read of the whole ring may arrive in slot order."""
 
     kind: str
     dim: int
     size: int
     extent: int = 0
+    rotated: bool = False
 
 
 def loops_of(tree: Node) -> dict[int, list[Loop]]:
@@ -58,30 +65,103 @@ def loops_of(tree: Node) -> dict[int, list[Loop]]:
 
 
 def choose(sdg: SDG, tree: Node, bounds: dict, block: int, circular: bool,
-           block_bytes: int | None = None) -> dict[TensorId, StoreKind]:
+           block_bytes: int | None = None, force: bool = False) -> dict[TensorId, StoreKind]:
     """The store of every tensor the storage pass marked as slice-read (`sdg.block_stores`).
     `bounds` maps bound symbols to values; `block` is U; `circular` allows window stores;
     `block_bytes` (under a device cap with swapping: blocks are the unit that moves to
     the host) shrinks U for tensors whose blocks of U points would be larger, unless a
-    tiled op reads them in blocks of U."""
+    tiled op reads them in blocks of U; `force`: window stores wherever legal."""
     loops = loops_of(tree)
     tiled = _tiled(sdg)
     out = {}
     for tid, dim in sdg.block_stores.items():
         size = _size(sdg, tid, dim, bounds)
-        w = _window(sdg, tid, dim, size, bounds, loops) if circular else None
-        if w is not None and (2 * w < size or FORCE_CIRCULAR):
-            out[tid] = StoreKind("circular", dim, w, size)
-            continue
         u = max(1, min(block, size))
+        w = _window(sdg, tid, dim, size, bounds, loops) if circular else None
+        if w is not None:
+            kind = _window_store(sdg, tid, dim, w, size, u, force)
+            if kind is not None:
+                out[tid] = kind
+                continue
         info = sdg.tensors[tid]
         if block_bytes is not None and tid not in tiled and info.shape.is_static():
             point = int(info.shape.as_static().prod()) * info.dtype.repr_bytes
             u = max(1, min(u, block_bytes // max(point, 1)))
         out[tid] = StoreKind("block", dim, u, size)
-    if circular and FORCE_CIRCULAR:
+    if circular and force:
         out.update(_forced_windows(sdg, bounds, loops, set(out)))
+    if circular:
+        _pair_tiled(sdg, out, block)
     return out
+
+
+def _window_store(sdg: SDG, tid: TensorId, dim: int, w: int, size: int, u: int,
+                  force: bool) -> StoreKind | None:
+    """A ring of W slots, or the compacting store of 2W points when a reader takes the
+    window as one slice, if it holds fewer points than a block store of U would (or
+    `force`); None: the block store."""
+    if any(isinstance(e.expr[dim], Slice) and e.sink_in not in _blocked(sdg.ops[e.sink])
+           for e in sdg.readers(tid)):
+        kind = StoreKind("circular", dim, w, size)
+        held = 2 * w
+    else:
+        kind = StoreKind("ring", dim, min(w, size), size)
+        held = min(w, size)
+    # the most blocks W consecutive points can touch, each of U points
+    blocks = min(-(-size // u), -(-(u - 1 + w) // u))
+    return kind if force or held < blocks * u else None
+
+
+def _blocked(op: object) -> tuple[int, ...]:
+    return tuple(getattr(op, "block_inputs", ()))
+
+
+def _order_free(op: object) -> bool:
+    """A tiled reader whose result does not depend on the order of the points it reads
+    (so a ring may hand it its slots in slot order)."""
+    if isinstance(op, TiledAttentionOp):
+        return not op.mask
+    return isinstance(op, TiledReduceOp) and op.kind == "sum"
+
+
+def _pair_tiled(sdg: SDG, out: dict[TensorId, StoreKind], block: int) -> None:
+    """A tiled op pairs the blocks of its inputs row for row (keys with values), so all
+    tensors read together in blocks must have stores that cut a range alike: rings of one
+    size (rotated only if every slice reader of every one of them is order-free), else
+    blocks of U for all (the compacting store cuts like itself only)."""
+    parent: dict[TensorId, TensorId] = {}
+
+    def root(t: TensorId) -> TensorId:
+        while parent.setdefault(t, t) != t:
+            t = parent[t]
+        return t
+
+    for op in sdg.ops.values():
+        srcs = [e.src for e in sdg.in_edges[op.op_id] if e.sink_in in _blocked(op)]
+        for a in srcs[1:]:
+            parent[root(a)] = root(srcs[0])
+        for a in srcs[:1]:
+            root(a)
+    groups: dict[TensorId, list[TensorId]] = {}
+    for t in parent:
+        groups.setdefault(root(t), []).append(t)
+    for members in groups.values():
+        kinds = [out.get(t) for t in members]
+        first = kinds[0]
+        same = first is not None and all(
+            k is not None and (k.kind, k.size) == (first.kind, first.size) for k in kinds)
+        if not same:
+            for t, k in zip(members, kinds):
+                if k is not None and k.kind != "block":
+                    out[t] = StoreKind("block", k.dim, max(1, min(block, k.extent)), k.extent)
+            continue
+        assert first is not None
+        if first.kind == "ring" and all(
+                _order_free(sdg.ops[e.sink]) for t, k in zip(members, kinds) for e in
+                sdg.readers(t) if k is not None and isinstance(e.expr[k.dim], Slice)):
+            for t, k in zip(members, kinds):
+                assert k is not None
+                out[t] = StoreKind("ring", k.dim, k.size, k.extent, rotated=True)
 
 
 def _tiled(sdg: SDG) -> set[TensorId]:
@@ -97,9 +177,9 @@ def _size(sdg: SDG, tid: TensorId, dim: int, bounds: dict) -> int:
 
 def _forced_windows(sdg: SDG, bounds: dict, loops: dict[int, list[Loop]],
                     taken: set[TensorId]) -> dict[TensorId, StoreKind]:
-    """Window stores for the point-read tensors that can have one (FORCE_CIRCULAR): every
-    read along the window's dim stays within its newest W points, and reads name the
-    reader's own point along every other dim (so each window is the reader's prefix's)."""
+    """Rings for the point-read tensors that can have one (`force`): every read along the
+    window's dim stays within its newest W points, and reads name the reader's own point
+    along every other dim (so each window is the reader's prefix's)."""
     out = {}
     for tid, info in sdg.tensors.items():
         op = sdg.ops[tid.op_id]
@@ -111,7 +191,7 @@ def _forced_windows(sdg: SDG, bounds: dict, loops: dict[int, list[Loop]],
             size = _size(sdg, tid, dim, bounds)
             w = _window(sdg, tid, dim, size, bounds, loops)
             if w is not None:
-                out[tid] = StoreKind("circular", dim, w, size)
+                out[tid] = StoreKind("ring", dim, min(w, size), size)
                 break
     return out
 

@@ -1,7 +1,7 @@
 """Tensor stores and the memory accountant behind `executor.memory_stats()`, the memory
 timeline and the device-memory cap (ARCHITECTURE §5.7, §7).
 
-Four kinds of store, chosen per tensor from its readers (compiler/passes/storage.py picks
+Five kinds of store, chosen per tensor from its readers (compiler/passes/storage.py picks
 the layout, the executor checks the schedule allows it):
 
 * point store: a dict keyed by the point's coordinates — the fast path (a write is one
@@ -10,10 +10,11 @@ the layout, the executor checks the schedule allows it):
   point is written and released when its last point is freed, so memory grows (and
   shrinks) as a staircase of blocks instead of preallocating the whole bound. A write
   copies into a precomputed slot view; a slice read within one block is a view.
-* `CircularStore`: a window read `x[t-W+1:t+1]` keeps a sliding buffer of 2W points per
-  prefix: writes go to the next slot, and when the buffer is full the last W-1 points move
-  to its front (an amortised copy of one point per write), so every window is a view in
-  order and memory is O(W), flat in T.
+* window stores, memory O(W), flat in T: `RingStore` (runtime/stores_ring.py) keeps
+  exactly W points for point and tiled reads; `CircularStore`, for a window read as one
+  slice `x[t-W+1:t+1]`, keeps a sliding buffer of 2W points per prefix: writes go to the
+  next slot, and when the buffer is full the last W-1 points move to its front (an
+  amortised copy of one point per write), so every window is a view in order.
 * values consumed at once get no store at all (codegen binds them to a local).
 
 Every store charges and credits one `MemoryAccountant`; swapped points and blocks

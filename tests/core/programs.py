@@ -7,11 +7,10 @@ which must agree with the plain run. A new mode is one `Mode(...)` line in `MODE
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import importlib
 import inspect
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -20,7 +19,6 @@ from tempo.api import RecurrentTensor, TempoContext
 from tempo.compiler.pipeline import CLEANUP
 from tempo.core.ops_fused import AttentionOp
 from tempo.core.ops_tiled import TiledAttentionOp
-from tempo.runtime import store_choice
 
 Build = Callable[..., dict[str, RecurrentTensor]]
 Results = dict[str, torch.Tensor]
@@ -168,24 +166,20 @@ def incremental_mode(cfg: Any) -> Any:
 
 def tiling_mode(cfg: Any) -> Any:
     """`memory_mode(cfg)` with the statify pass and static blocks of 2 points: attention
-    over a growing or window read runs tiled (an online softmax: float rounding differs)."""
+    over a growing or window read runs tiled (an online softmax: float rounding differs).
+    On torch and numpy every tensor a window store can hold gets one (tiled window reads
+    come from rings, in slot order where the reader does not mind)."""
     return dataclasses.replace(memory_mode(cfg), enable_statifying_incrementalization=True,
-                               inc_statify_block_size=2)
+                               inc_statify_block_size=2,
+                               enable_point_store_fallback=cfg.backend == "jax")
 
 
-@contextlib.contextmanager
-def forced_circular() -> Iterator[None]:
-    """Every tensor a window store can legally hold gets one (see store_choice)."""
-    old, store_choice.FORCE_CIRCULAR = store_choice.FORCE_CIRCULAR, True
-    try:
-        yield
-    finally:
-        store_choice.FORCE_CIRCULAR = old
-
-
-def run_circular(cfg: Any, prog: Program, done: dict[str, Any]) -> tuple[Results, Any]:
-    with forced_circular():
-        return run_plain(cfg, prog, done)
+def circular_mode(cfg: Any) -> Any:
+    """`memory_mode(cfg)` where every tensor a window store can legally hold gets one
+    (store_choice's `force`), whether or not it saves memory: untiled window reads from
+    the compacting store, point reads (x[t-1]) from rings (torch and numpy only: jax has
+    no window stores)."""
+    return dataclasses.replace(memory_mode(cfg), enable_point_store_fallback=False)
 
 
 def run_swapped(cfg: Any, prog: Program, done: dict[str, Any]) -> tuple[Results, Any]:
@@ -215,7 +209,7 @@ MODES: list[Mode] = [
     Mode("fused", fused_mode),
     Mode("loops", loops_mode, backends=("jax",)),
     Mode("memory", memory_mode),
-    Mode("circular", memory_mode, run_circular),
+    Mode("circular", circular_mode, backends=("torch", "numpy")),
     Mode("swap", swap_mode, run_swapped),
     Mode("incremental", incremental_mode, atol=1e-5, rtol=1e-5),
     Mode("tiling", tiling_mode, atol=1e-5, rtol=1e-5),

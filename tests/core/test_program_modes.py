@@ -4,11 +4,20 @@ mode that silently ran the plain pipeline would let every program test pass unch
 from __future__ import annotations
 
 import torch
-from programs import MODES, Program, memory_mode, run_circular, run_plain, run_swapped, swap_mode
+from programs import (
+    MODES,
+    Program,
+    circular_mode,
+    memory_mode,
+    run_plain,
+    run_swapped,
+    swap_mode,
+)
 
 from tempo.api import RecurrentTensor as RT
 from tempo.core.dtype import dtypes
 from tempo.runtime.stores import CircularStore
+from tempo.runtime.stores_ring import RingStore
 
 T_ = 9
 XT = torch.randn(T_, 64, generator=torch.Generator().manual_seed(0))
@@ -43,10 +52,10 @@ def test_modes_have_distinct_names() -> None:
 def test_circular_mode_gives_point_read_tensors_window_stores(cfg) -> None:
     prog = _program()
     plain, mem = run_plain(memory_mode(cfg), prog, {})
-    got, exe = run_circular(memory_mode(cfg), prog, {})
-    assert not any(isinstance(s, CircularStore) for s in mem.stores.values())
+    got, exe = run_plain(circular_mode(cfg), prog, {})
+    assert not any(isinstance(s, CircularStore | RingStore) for s in mem.stores.values())
     point_read = [tid for tid, s in exe.stores.items()
-                  if isinstance(s, CircularStore) and tid not in exe.sdg.block_stores]
+                  if isinstance(s, RingStore) and tid not in exe.sdg.block_stores]
     assert point_read  # tensors read only at points (z's terms) get windows too
     torch.testing.assert_close(plain["z"], _want(), rtol=1e-5, atol=1e-5)
     torch.testing.assert_close(got["z"], plain["z"], rtol=0, atol=0)

@@ -9,7 +9,7 @@ from tempo.bench.registry import Experiment, Point, System, register
 
 G = "tempo.bench.baselines."
 TEMPO_ACCT = ("Tempo's bytes are its own: the stores' accountant (point stores by storage, "
-              "block stores of U points allocated as written, window stores of 2W points), "
+              "block stores of U points allocated as written, window rings of W points), "
               "sampled after every decode step and charged with the same output buffer as "
               "the baselines; Tempo runs with the same device cap, so its OOMs are its own.")
 

@@ -33,6 +33,7 @@ from tempo.runtime.stores import (
     storage_of,
 )
 from tempo.runtime.stores_deferred import DeferredBlockStore, stack_along
+from tempo.runtime.stores_ring import RingStore
 from tempo.runtime.swap import Swapper, SwapStore
 from tempo.runtime.swap_blocks import SwapBlockStore
 from tempo.runtime.udf_check import guard_udf
@@ -207,17 +208,19 @@ class PythonExecutor(Executor):
     def _store_kinds(self) -> dict[TensorId, StoreKind]:
         """Block or window stores where the storage pass found slice reads and the
         backend writes in place; blocks hold `inc_statify_block_size` points. Window
-        stores need frees (with enable_gc off every point stays readable)."""
+        stores need frees (with enable_gc off every point stays readable);
+        enable_point_store_fallback=False puts one wherever it is legal."""
         if not self.backend.block_stores:
             return {}
         cfg = self.cfg
         cap = cfg.device_memory_cap_bytes if cfg.enable_swap else None
         return choose(self.sdg, self.schedule.tree, self._bound_values(),
                       cfg.inc_statify_block_size, circular=cfg.enable_gc,
-                      block_bytes=None if cap is None else max(cap // SWAP_BLOCK_SHARE, 1))
+                      block_bytes=None if cap is None else max(cap // SWAP_BLOCK_SHARE, 1),
+                      force=not cfg.enable_point_store_fallback)
 
     def _ranged_store(self, tid: TensorId, kind: StoreKind,
-                      swapper: Swapper | None) -> BlockStore | CircularStore:
+                      swapper: Swapper | None) -> BlockStore | CircularStore | RingStore:
         be = self.backend
         info = self.sdg.tensors[tid]
         shape, dt = tuple(info.shape.as_static()), info.dtype
@@ -225,6 +228,8 @@ class PythonExecutor(Executor):
         lay = Layout(tid, kind.dim, shape,
                      lambda s: be.alloc_block(0, s, dt, at_front=False), storage_of(be.name),
                      be.move_to_front, cat, select, put, self.accountant)
+        if kind.kind == "ring":
+            return RingStore(lay, kind.size, self.cfg.inc_statify_block_size, kind.rotated)
         if kind.kind == "circular":
             return CircularStore(lay, kind.size, self.cfg.inc_statify_block_size)
         if swapper is not None:  # tracked; complete blocks may go to the host pool
