@@ -19,6 +19,7 @@ from tempo.runtime.codegen_locals import (
     transient_tensors,
     write_through,
 )
+from tempo.runtime.stores_stacked import StackedStore
 from tempo.schedule.tree import Exec, Fetch, Free, If, Loop, Node, Offload, Seq, While
 
 
@@ -64,12 +65,22 @@ def local_name(tid: TensorId) -> str:
 
 def read_slices(store: dict, parts: tuple, stack: Callable) -> Any:
     """Gather points of `store`: `parts` holds ints and (lo, hi) ranges; ranges are stacked
-    as leading dims in order."""
+    as leading dims in order. A jax block store (a compiled loop's stacked output) returns
+    the blocks that cover the range as they are."""
+    if type(store) is StackedStore:
+        got = store.read_range(parts, stack)
+        if got is not None:
+            return got
+    return _read_points(store, parts, stack)
+
+
+def _read_points(store: dict, parts: tuple, stack: Callable) -> Any:
     for k, p in enumerate(parts):
         if isinstance(p, tuple):
             lo, hi = p
             head, rest = parts[:k], parts[k + 1 :]
-            return stack([read_slices(store, head + (i,) + rest, stack) for i in range(lo, hi)])
+            return stack([_read_points(store, head + (i,) + rest, stack)
+                          for i in range(lo, hi)])
     return store[parts]
 
 

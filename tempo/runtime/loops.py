@@ -26,6 +26,7 @@ runner in `loops_jax.py`.
 
 from __future__ import annotations
 
+import builtins
 import itertools
 import re
 from collections.abc import Callable, Iterable
@@ -44,6 +45,9 @@ MIN_STEPS = 2
 MAX_OUTER_POINTS = 256
 """A condition the inner counter alone does not decide is tried at up to this many points
 of the enclosing counters (more: it stays undecided, and those iterations Python)."""
+
+BUILTINS = frozenset(dir(builtins))
+"""Names index expressions may call (`min`, `max`): known before the run."""
 
 IMPURE = frozenset({"udf_source", "sink_udf", "map_udf", "barrier"})
 """Ops that call back into Python: never inside a scan. (Random draws are: the backend's
@@ -69,6 +73,7 @@ class Item:
     parts: list[str]
     edges: list[Edge]
     alias: bool = False
+    init: tuple[Edge, int] | None = None  # a merge's first-iterations branch, for how many
 
 
 @dataclass
@@ -90,16 +95,21 @@ class Segment:
     start: int
     stop: int
     items: list[Item] = field(default_factory=list)
-    frees: list[Free] = field(default_factory=list)
+    frees: list[tuple[Free, tuple[tuple[str, bool], ...]]] = field(default_factory=list)
     reads: dict[tuple[int, int], Read] = field(default_factory=dict)  # (item, edge)
     invariants: list[str] = field(default_factory=list)  # read sources at the first point
     xs: list[str] = field(default_factory=list)  # read sources over the counter
+    xs_points: dict[int, tuple[TensorId, list[str]]] = field(default_factory=dict)
+    # xs read as points of a store: (tensor, key parts), to read them as one range
     depth: dict[TensorId, int] = field(default_factory=dict)  # carried tensors
     producer: dict[TensorId, int] = field(default_factory=dict)  # tensor -> item
     stacked: dict[TensorId, list[int]] = field(default_factory=dict)  # survivors via ys
     last: dict[TensorId, list[int]] = field(default_factory=dict)  # survivors via carry
     pops: list[tuple[Free, list[int]]] = field(default_factory=list)
-    deferred: list[If] = field(default_factory=list)  # frees an enclosing counter decides
+    deferred: list[tuple[If, list[int]]] = field(default_factory=list)  # frees an enclosing
+    # counter decides, with the iterations where they may hold
+    inits: dict[tuple[TensorId, int], tuple[int, int]] = field(default_factory=dict)
+    # (carried tensor, entry depth) -> (item, iteration) whose init branch fills it
     draws: bool = False  # random draws: the backend's key is carried
     why: str = ""
 
@@ -137,7 +147,7 @@ class LoopAnalysis:
         code = self._codes.get(src)
         if code is None:
             code = self._codes[src] = compile(src, "<tempo-loop>", "eval")
-            unknown = set(code.co_names) - set(self.env) - {self.loop.counter}
+            unknown = set(code.co_names) - set(self.env) - {self.loop.counter} - BUILTINS
             if unknown:
                 raise Reject(f"{src!r} uses {', '.join(sorted(unknown))}, unknown before "
                              "the run")
@@ -179,53 +189,80 @@ class LoopAnalysis:
 
     # ---------------------------------------------------------------- segments
     def segments(self) -> list[Segment]:
-        """Runs of iterations over which every condition of the body keeps its value."""
+        """Runs of iterations over which every condition of the body that decides what
+        runs keeps its value (conditions of frees only do not split: the frees are placed
+        per iteration). A recurrence's first point (`h[0] = init`) is its own run; it is
+        tried joined with the run after it, its branch then the carry's first value."""
         conds = self._conditions(self.loop.body)
-        frees_only = set(self._conditions(self.loop.body, frees_only=True))
+        truths = [self._truths(conds, n) for n in range(len(self.counters))]
         runs: list[Segment] = []
-        prev: tuple | None = None
-        for n in range(len(self.counters)):
-            truth = self._truths(conds, n)
-            if runs and truth == prev:
+        for n, truth in enumerate(truths):
+            if runs and truth == truths[n - 1]:
                 runs[-1].stop = n + 1
             else:
                 runs.append(Segment(n, n + 1))
-            prev = truth
-        for seg in runs:
-            truth = self._truths(conds, seg.start)
-            if any(v == "?" and c not in frees_only for c, v in zip(conds, truth)):
-                seg.why = "a condition depends on an enclosing loop's counter"
-                continue
-            if seg.stop - seg.start < MIN_STEPS:
-                seg.why = f"a run of {seg.stop - seg.start} iteration(s)"
-                continue
+        for k in range(len(runs) - 1, -1, -1):
+            self._try(runs[k], truths)
+            runs[k: k + 1] = self._peeled(runs[k], truths)
+        k = 0
+        while k + 1 < len(runs):  # a short run before a run whose merges only differ
+            a, b = runs[k], runs[k + 1]
+            same = all(x == y or merge for (_, merge), x, y in
+                       zip(conds, truths[a.start], truths[b.start]))
+            if not a.scanned and same and "?" not in truths[a.start]:
+                joined = Segment(a.start, b.stop)
+                self._try(joined, truths)
+                if joined.scanned:
+                    runs[k: k + 2] = [joined]
+            k += 1
+        return runs
+
+    def _peeled(self, seg: Segment, truths: list[tuple]) -> list[Segment]:
+        """A run that cannot scan whole may scan without its first or last iteration (a
+        boundary read such as `x[min(t + 1, T - 1)]` at the end): those stay Python."""
+        if seg.scanned or "?" in truths[seg.start] or seg.stop - seg.start <= MIN_STEPS:
+            return [seg]
+        for inner, edge in ((Segment(seg.start + 1, seg.stop), Segment(seg.start, seg.start + 1)),
+                            (Segment(seg.start, seg.stop - 1), Segment(seg.stop - 1, seg.stop))):
+            self._try(inner, truths)
+            if inner.scanned:
+                edge.why = seg.why
+                return [edge, inner] if edge.start < inner.start else [inner, edge]
+        return [seg]
+
+    def _try(self, seg: Segment, truths: list[tuple]) -> None:
+        """Plan `seg` as a scan, or say in `seg.why` why not."""
+        if "?" in truths[seg.start]:
+            seg.why = "a condition depends on an enclosing loop's counter"
+        elif seg.stop - seg.start < MIN_STEPS:
+            seg.why = f"a run of {seg.stop - seg.start} iteration(s)"
+        else:
             try:
                 self.plan(seg)
             except Reject as r:
                 seg.why = str(r)
-        return runs
 
-    def _truths(self, conds: list[str], n: int) -> tuple:
+    def _truths(self, conds: list[tuple[str, bool]], n: int) -> tuple:
         """The conditions at iteration `n`, "?" for unknown ones."""
-        return tuple("?" if (v := self.truth(c, n)) is UNKNOWN else v for c in conds)
+        return tuple("?" if (v := self.truth(c, n)) is UNKNOWN else v for c, _ in conds)
 
-    def _conditions(self, node: Node, frees_only: bool = False) -> list[str]:
-        """The body's conditions (with `frees_only`, those of ifs that only free)."""
-        out: list[str] = []
+    def _conditions(self, node: Node) -> list[tuple[str, bool]]:
+        """The conditions that decide what the body runs (not those of ifs that only
+        free), each with whether it is a recurrence's branch condition."""
+        out: list[tuple[str, bool]] = []
         if isinstance(node, Seq):
             for c in node.children:
-                out += self._conditions(c, frees_only)
+                out += self._conditions(c)
         elif isinstance(node, If):
-            if not frees_only or _only_frees(node):
-                out.append(node.cond)
-            out += self._conditions(node.then, frees_only)
+            if _only_frees(node):
+                return out
+            out.append((node.cond, False))
+            out += self._conditions(node.then)
             if node.else_ is not None:
-                out += self._conditions(node.else_, frees_only)
-        elif frees_only:
-            pass
+                out += self._conditions(node.else_)
         elif isinstance(node, Exec) and isinstance(self.sdg.ops[node.op_id], ops.MergeOp):
             names = self.names(node)
-            out += [e.cond.to_py(names) for e in self.sdg.in_edges[node.op_id]
+            out += [(e.cond.to_py(names), True) for e in self.sdg.in_edges[node.op_id]
                     if e.cond is not None]
         elif not isinstance(node, Exec | Free):
             raise Reject(f"its body holds a {type(node).__name__.lower()}")
@@ -255,38 +292,71 @@ class LoopAnalysis:
         for k, it in enumerate(seg.items):
             for j, e in enumerate(it.edges):
                 seg.reads[(k, j)] = self._classify(seg, k, it, e, made)
+        self._inits(seg, made)
         self._outputs(seg, made)
 
-    def _resolve(self, node: Node, seg: Segment) -> None:
-        """The statements that run over the segment (its conditions are constant)."""
+    def _inits(self, seg: Segment, made: dict[TensorId, dict[Key, int]]) -> None:
+        """A recurrence whose first `j` iterations take another branch (`h[0] = init`,
+        then `h[t] = f(h[t-1])`): that branch, read at entry, is the first value of the
+        carry, which nothing else may read there."""
+        for k, it in enumerate(seg.items):
+            if it.init is None:
+                continue
+            first, j = it.init
+            r = seg.reads[(k, 0)]
+            if r.kind != "reg" or r.depth < j or first.src in made:
+                raise Reject(f"{it.op!r}'s first branch does not start a carried value")
+            assert r.tensor is not None
+            if sum(1 for x in seg.reads.values()
+                   if x.kind == "reg" and x.tensor == r.tensor) != 1:
+                raise Reject(f"{r.tensor!r} starts with {it.op!r}'s first branch and is read "
+                             "elsewhere")
+            for i in range(j):
+                seg.inits[(r.tensor, r.depth - i)] = (k, seg.start + i)
+
+    def _resolve(self, node: Node, seg: Segment,
+                 guards: tuple[tuple[str, bool], ...] = ()) -> None:
+        """The statements that run over the segment: conditions that decide what runs
+        are constant over it; frees keep the conditions that place them (`guards`)."""
         n = seg.start
         if isinstance(node, Seq):
             for c in node.children:
-                self._resolve(c, seg)
-        elif isinstance(node, If) and _only_frees(node) and self.truth(node.cond, n) is UNKNOWN:
-            seg.deferred.append(node)  # decided by an enclosing counter: run after the scan
+                self._resolve(c, seg, guards)
+        elif isinstance(node, If) and _only_frees(node):
+            vals = [self.truth(node.cond, m) for m in range(seg.start, seg.stop)]
+            if any(v is UNKNOWN for v in vals):  # an enclosing counter decides: run after
+                seg.deferred.append((node, [seg.start + m for m, v in enumerate(vals)
+                                            if v is UNKNOWN or v]))
+            elif all(v is vals[0] for v in vals):
+                self._resolve(node.then if vals[0] else node.else_ or Seq([]), seg, guards)
+            else:
+                self._resolve(node.then, seg, (*guards, (node.cond, True)))
+                if node.else_ is not None:
+                    self._resolve(node.else_, seg, (*guards, (node.cond, False)))
         elif isinstance(node, If):
             if self.truth(node.cond, n):
-                self._resolve(node.then, seg)
+                self._resolve(node.then, seg, guards)
             elif node.else_ is not None:
-                self._resolve(node.else_, seg)
+                self._resolve(node.else_, seg, guards)
         elif isinstance(node, Free):
-            seg.frees.append(node)
+            seg.frees.append((node, guards))
         elif isinstance(node, Exec):
-            seg.items.append(self._item(node, n))
+            seg.items.append(self._item(node, seg))
         else:
             raise Reject(f"its body holds a {type(node).__name__.lower()}")
 
-    def _item(self, node: Exec, n: int) -> Item:
+    def _item(self, node: Exec, seg: Segment) -> Item:
         op = self.sdg.ops[node.op_id]
         names = self.names(node)
         parts = [names[v.name] for v in op.domain.variables]
         edges = list(self.sdg.in_edges[op.op_id])
         if isinstance(op, ops.MergeOp):
-            held = [e for e in edges if e.cond is None or self.truth(e.cond.to_py(names), n)]
-            if not held:
-                raise Reject(f"{op!r} has no branch that holds")
-            return Item(node, op, names, parts, [held[0]], alias=True)
+            held = [self._branch(op, edges, names, n) for n in range(seg.start, seg.stop)]
+            j = held.index(held[-1])
+            if any(h != held[0] for h in held[:j]) or any(h != held[-1] for h in held[j:]):
+                raise Reject(f"{op!r} changes branch more than once")
+            init = (edges[held[0]], j) if j else None
+            return Item(node, op, names, parts, [edges[held[-1]]], alias=True, init=init)
         members = op.body if isinstance(op, ops.RegionOp) else (op,)
         bad = [m for m in members if m.name in IMPURE or getattr(m, "with_ts", False)
                or getattr(m, "block_inputs", ()) or (m is not op and m.name == "rand")]
@@ -304,6 +374,13 @@ class LoopAnalysis:
                 for x in kop.runtime_exprs()):
             raise Reject(f"{op!r} takes an argument that changes with the counter")
         return Item(node, op, names, parts, edges)
+
+    def _branch(self, op: ops.Op, edges: list[Edge], names: dict[str, str], n: int) -> int:
+        """The branch of a recurrence that holds at iteration `n` (the first that does)."""
+        for k, e in enumerate(edges):
+            if e.cond is None or self.truth(e.cond.to_py(names), n) is True:
+                return k
+        raise Reject(f"{op!r} has no branch that holds")
 
     def _classify(self, seg: Segment, k: int, it: Item, e: Edge,
                   made: dict[TensorId, dict[Key, int]]) -> Read:
@@ -344,16 +421,20 @@ class LoopAnalysis:
             lo, hi = m.bounds_py(it.names)
             if len({int(self.at(hi, n)) - int(self.at(lo, n)) for n in its}) != 1:
                 raise Reject(f"{it.op!r} reads a slice whose length changes")
-        return Read("xs", index=_index(seg.xs, src))
+        index = _index(seg.xs, src)
+        if not slices:
+            seg.xs_points[index] = (e.src, [m.to_py(it.names) for m in e.expr])
+        return Read("xs", index=index)
 
     def _outputs(self, seg: Segment, made: dict[TensorId, dict[Key, int]]) -> None:
         """Which points the stores must hold after the segment, and which to pop."""
         its = range(seg.start, seg.stop)
         freed: dict[TensorId, set[Key]] = {}
-        for f in seg.frees:
-            keys = [self.key(list(f.point), n) for n in its]
+        for f, guards in seg.frees:
+            at = [n for n in its if all(self.truth(c, n) is v for c, v in guards)]
+            keys = [self.key(list(f.point), n) for n in at]
             freed.setdefault(f.tensor, set()).update(keys)
-            outside = [n for n, kv in zip(its, keys) if kv not in made.get(f.tensor, {})]
+            outside = [n for n, kv in zip(at, keys) if kv not in made.get(f.tensor, {})]
             if outside:
                 if f.tensor in self.local and len(outside) > 1:
                     raise Reject(f"a local {f.tensor!r} is freed at several iterations")
@@ -370,8 +451,9 @@ class LoopAnalysis:
             rest = [n for n in keep if n < seg.stop - depth]
             if rest:
                 seg.stacked[tid] = rest
-        for node in seg.deferred:
-            held = [f.tensor for f in walk(node) if isinstance(f, Free) and f.tensor in self.local]
+        for node, _ in seg.deferred:  # (a local made outside is only dropped after)
+            held = [f.tensor for f in walk(node) if isinstance(f, Free)
+                    and f.tensor in self.local and f.tensor in seg.producer]
             if held:
                 raise Reject(f"a local {held[0]!r} is freed under an enclosing condition")
         need = max(seg.depth.values(), default=0)

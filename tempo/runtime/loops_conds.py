@@ -7,7 +7,10 @@ those iterations stay a Python loop, which tests the condition at run time."""
 from __future__ import annotations
 
 import ast
+import builtins
 from typing import Any
+
+_BUILTINS = frozenset(dir(builtins))
 
 
 class _Unknown:
@@ -86,8 +89,10 @@ def compile3(src: str) -> Any:
 
 
 def evaluate3(code: Any, env: dict[str, Any], known: dict[str, Any]) -> Any:
-    """True, False or UNKNOWN; names neither in `env` nor `known` are unknown."""
-    scope = {n: UNKNOWN for n in code.co_names if n not in env and n not in HELPERS}
+    """True, False or UNKNOWN; names neither in `env` nor `known` (nor builtins such as
+    `min`) are unknown."""
+    scope = {n: UNKNOWN for n in code.co_names
+             if n not in env and n not in HELPERS and n not in _BUILTINS}
     scope.update(known)
     try:
         v = eval(code, {**env, **HELPERS}, scope)  # noqa: S307 - our own source

@@ -20,13 +20,15 @@ from tempo.core.index_expr import PY_GLOBALS
 from tempo.core.sdg import Edge, TensorId
 from tempo.runtime.backends.common import NP_OF
 from tempo.runtime.loops import Item, LoopAnalysis, Read, Reject, Segment
+from tempo.runtime.stores_stacked import StackedStore
 from tempo.schedule.tree import Exec, If, Loop, Node, Seq, While, walk
 
 Rows = Callable[[Any, int, int], list[Any]]
-RunnerFactory = Callable[[str, dict[str, Any], list[int]], Any]
-"""(step source, its namespace, the segment's counter values) -> a runner: called with
-(invariants, first carries, stacked reads), it returns (last carries, stacked outputs),
-or None when the step cannot be compiled."""
+RunnerFactory = Callable[[str, dict[str, Any], list[int], int], Any]
+"""(step source, its namespace, the segment's counter values, its number of stacked
+outputs) -> a runner: called with (invariants, first carries, stacked reads in the
+order of the counters), it returns (last carries, stacked outputs in the order of the
+counters), or None when the step cannot be compiled."""
 
 
 @dataclass
@@ -56,8 +58,11 @@ class LoopLowering:
     """Lowers the candidate loops of one generated function (a hook of `CodeGen.emit`)."""
 
     def __init__(self, gen: Any, tree: Node, bounds: dict[str, int], runner: RunnerFactory,
-                 rows: Rows, backend: Any = None) -> None:
+                 rows: Rows, backend: Any = None, stores: dict[TensorId, Any] | None = None,
+                 stacked: Callable[[int], StackedStore] | None = None) -> None:
         self.gen = gen
+        self.stores = stores  # a plain point store a scan writes whole becomes a block
+        self.stacked = stacked  # store (`stacked(key position)`); None: rows, per point
         ended = {e.bound for e in gen.endings.values()}
         self.bounds = {k: v for k, v in bounds.items() if k not in ended}
         self.outer: dict[int, dict[str, range]] = {}  # id(loop) -> enclosing static ranges
@@ -162,21 +167,30 @@ class LoopLowering:
         lines = gen.lines
         name = f"_L{sum(1 for n in self.namespace if n.startswith('_L'))}"
         run = self.namespace[name] = self.runner(
-            self._step_source(seg, c), self._step_namespace(), an.counters[seg.start:seg.stop])
+            self._step_source(seg, c), self._step_namespace(),
+            an.counters[seg.start:seg.stop], len(seg.stacked))
         lines.append(f"{pad}{c} = {self._counter(an, seg.start)}")
         lines.append(f"{pad}_li = ({''.join(s + ', ' for s in seg.invariants)})")
         first: list[str] = []
         for tid, depth in seg.depth.items():  # X at the `depth` iterations before
             parts = seg.items[seg.producer[tid]].parts
             for j in range(depth, 0, -1):
-                lines.append(f"{pad}{c} = {self._counter(an, seg.start - j)}")
-                lines.append(f"{pad}_c{len(first)} = {self._stored(tid, parts)}")
+                init = seg.inits.get((tid, j))
+                if init is not None:  # a recurrence's first branch starts the carry
+                    it = seg.items[init[0]]
+                    assert it.init is not None
+                    lines.append(f"{pad}{c} = {self._counter(an, init[1])}")
+                    value = self._read(it.node, it.init[0], it.names)
+                    lines.append(f"{pad}_c{len(first)} = {value}")
+                else:
+                    lines.append(f"{pad}{c} = {self._counter(an, seg.start - j)}")
+                    lines.append(f"{pad}_c{len(first)} = {self._stored(tid, parts)}")
                 first.append(f"_c{len(first)}")
         if seg.draws:
             first.append("_rkey()")
         lines.append(f"{pad}_lc = ({''.join(v + ', ' for v in first)})")
-        span = self._range(an, seg.start, seg.stop)
-        xs = "".join(f"stack([{s} for {c} in {span}]), " for s in seg.xs)
+        order = self._ascending(an, seg)
+        xs = "".join(self._xs(an, seg, k, order) + ", " for k in range(len(seg.xs)))
         lines.append(f"{pad}_lr = {name}(_li, _lc, ({xs}))")
         lines.append(f"{pad}if _lr is None:")
         self._python(an, seg.start, seg.stop, ind + 1)
@@ -186,16 +200,7 @@ class LoopLowering:
         if seg.draws:
             lines.append(f"{pad}_wkey(_lf[-1])")
         for j, (tid, keep) in enumerate(seg.stacked.items()):
-            parts = seg.items[seg.producer[tid]].parts
-            if keep == list(range(keep[0], keep[-1] + 1)):
-                lines.append(f"{pad}_rows = rows(_ly[{j}], {keep[0] - seg.start}, {len(keep)})")
-                lines.append(f"{pad}for _n, {c} in enumerate("
-                             f"{self._range(an, keep[0], keep[-1] + 1)}):")
-            else:
-                lines.append(f"{pad}_rows = rows(_ly[{j}], 0, {seg.stop - seg.start})")
-                pairs = ", ".join(f"({n - seg.start}, {self._counter(an, n)})" for n in keep)
-                lines.append(f"{pad}for _n, {c} in ({pairs}, ):")
-            lines.append(f"{pad}    {self._stored(tid, parts)} = _rows[_n]")
+            self._write_back(an, seg, tid, keep, f"_ly[{j}]", order, pad)
         base = 0
         for tid, depth in seg.depth.items():
             parts = seg.items[seg.producer[tid]].parts
@@ -211,11 +216,84 @@ class LoopLowering:
             else:
                 lines.append(f"{pad}for {c} in {self._points(an, its)}:")
                 gen.frees([free], pad + "    ")
-        if seg.deferred:  # frees an enclosing counter decides, tested as the loop would
-            lines.append(f"{pad}for {c} in {span}:")
-            for node in seg.deferred:
+        for node, its in seg.deferred:  # frees an enclosing counter decides, tested as
+            if its:  # the loop would, at the iterations where they may hold
+                lines.append(f"{pad}for {c} in {self._points(an, its)}:")
                 gen.emit(node, ind + 2)
         return run
+
+    @staticmethod
+    def _ascending(an: LoopAnalysis, seg: Segment) -> list[int]:
+        """The segment's iterations in the order of their counters (the order of the
+        runner's stacked reads and outputs)."""
+        its = list(range(seg.start, seg.stop))
+        return its[::-1] if an.loop.step < 0 else its
+
+    @staticmethod
+    def _run_of(an: LoopAnalysis, parts: list[str], order: list[int]
+                ) -> tuple[int, int, int] | None:
+        """(key position, lo, hi) if the points `parts` names at iterations `order` are
+        lo..hi-1 in order along one position, the others fixed; else None."""
+        moving = [k for k, p in enumerate(parts) if an.moves(p)]
+        if len(moving) != 1:
+            return None
+        pos = moving[0]
+        vals = [int(an.at(parts[pos], n)) for n in order]
+        if vals != list(range(vals[0], vals[0] + len(vals))):
+            return None
+        return pos, vals[0], vals[-1] + 1
+
+    def _xs(self, an: LoopAnalysis, seg: Segment, k: int, order: list[int]) -> str:
+        """Stacked read `k`, in the runner's order: a store's points over a range as one
+        range read (a block store returns its block), else the points stacked."""
+        from tempo.runtime.codegen import store_name
+
+        src, c = seg.xs[k], an.loop.counter
+        point = seg.xs_points.get(k)
+        if point is not None and src.startswith(store_name(point[0]) + "["):
+            run = self._run_of(an, point[1], order)
+            if run is not None:
+                pos, lo, hi = run
+                key = [f"({lo}, {hi})" if j == pos else p for j, p in enumerate(point[1])]
+                return f"read_slices({store_name(point[0])}, {self.gen._key(key)}, stack)"
+        step = abs(an.loop.step)
+        span = (f"range({self._counter(an, order[0])}, "
+                f"{self._counter(an, order[-1]) + step}, {step})")
+        return f"stack([{src} for {c} in {span}])"
+
+    def _write_back(self, an: LoopAnalysis, seg: Segment, tid: TensorId, keep: list[int],
+                    ys: str, order: list[int], pad: str) -> None:
+        """The points `keep` of stacked output `ys` into `tid`'s store: as one block when
+        the store can hold blocks (the scan's points are a range along one key position),
+        else row by row."""
+        from tempo.runtime.codegen import store_name
+
+        lines, c = self.gen.lines, an.loop.counter
+        parts = seg.items[seg.producer[tid]].parts
+        run = self._run_of(an, parts, order)
+        store = self.stores.get(tid) if self.stores is not None else None
+        if run is not None and self.stacked is not None and tid not in self.gen.local and (
+                type(store) is dict or (isinstance(store, StackedStore) and store.dim == run[0])):
+            pos, lo, _ = run
+            if type(store) is dict:
+                assert self.stores is not None
+                self.stores[tid] = self.stacked(pos)
+            alive = None if len(keep) == seg.stop - seg.start else \
+                sorted(int(an.at(parts[pos], n)) - lo for n in keep)
+            pre = self.gen._key([p for j, p in enumerate(parts) if j != pos])
+            lines.append(f"{pad}{store_name(tid)}.put_block({pre}, {lo}, {ys}, {alive!r})")
+            return
+        row = {n: r for r, n in enumerate(order)}
+        rs = sorted(row[n] for n in keep)
+        lines.append(f"{pad}_rows = rows({ys}, {rs[0]}, {rs[-1] - rs[0] + 1})")
+        pairs = sorted((row[n] - rs[0], self._counter(an, n)) for n in keep)
+        if [r for r, _ in pairs] == list(range(len(pairs))):
+            step = abs(an.loop.step)
+            lines.append(f"{pad}for _n, {c} in enumerate(range({pairs[0][1]}, "
+                         f"{pairs[-1][1] + step}, {step})):")
+        else:
+            lines.append(f"{pad}for _n, {c} in ({', '.join(map(str, pairs))}, ):")
+        lines.append(f"{pad}    {self._stored(tid, parts)} = _rows[_n]")
 
     def _stored(self, tid: TensorId, parts: list[str]) -> str:
         from tempo.runtime.codegen import store_name

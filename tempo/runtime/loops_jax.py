@@ -10,6 +10,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from tempo.runtime.stores_stacked import StackedStore
+
 
 def _sym(value: Any, dtype: str) -> Any:
     """An `eval_symbol` inside the step: the traced counter expression as a scalar."""
@@ -32,17 +34,33 @@ def _fix(new: Any, old: Any) -> Any:
 class ScanRunner:
     """One segment: `(invariants, first carries, stacked reads) -> (last carries,
     stacked outputs)`, or None (for good) once tracing or compiling failed; `failed` says
-    why, `calls` counts the scans run."""
+    why, `calls` counts the scans run. A loop whose counter goes down runs as a reverse
+    scan over its counters in ascending order, so stacked reads and outputs are in the
+    order of their points (a block store keeps them as they come). A step with neither
+    stacked reads nor outputs runs as a `fori_loop`: the counter is the loop index."""
 
-    def __init__(self, source: str, ns: dict[str, Any], counters: list[int]) -> None:
+    def __init__(self, source: str, ns: dict[str, Any], counters: list[int],
+                 outputs: int = 1) -> None:
         ns = dict(ns, _sym=_sym, _fix=_fix, _rand=_rand)
         exec(compile(source, "<tempo-loop-step>", "exec"), ns)  # noqa: S102 - our source
         step = ns["step"]
         self.source = source
-        cs = np.asarray(counters)
+        down = len(counters) > 1 and counters[1] < counters[0]
+        cs = np.asarray(counters[::-1] if down else counters)
 
         def scan(li: tuple, lc: tuple, lx: tuple) -> Any:
-            return jax.lax.scan(functools.partial(step, li), lc, (jnp.asarray(cs), *lx))
+            if not lx and not outputs:
+                return fori(li, lc), ()
+            return jax.lax.scan(functools.partial(step, li), lc, (jnp.asarray(cs), *lx),
+                                reverse=down)
+
+        def fori(li: tuple, lc: tuple) -> Any:
+            first, inc = counters[0], (counters[1] - counters[0] if len(counters) > 1 else 1)
+
+            def body(n: Any, carry: tuple) -> tuple:
+                return step(li, carry, (first + n * inc,))[0]
+
+            return jax.lax.fori_loop(0, len(counters), body, lc)
 
         self.fn = jax.jit(scan)
         self.failed: str | None = None
@@ -76,3 +94,18 @@ def rows(x: Any, start: int, count: int) -> list[Any]:
     for i in range(start, start + count, CHUNK):  # indices past the end clamp: dropped
         out.extend(_CHUNK(x, i))
     return out[:count]
+
+
+@jax.jit
+def _take(x: Any, j: Any) -> Any:
+    return jax.lax.dynamic_index_in_dim(x, j, keepdims=False)
+
+
+def _join(pieces: list[Any]) -> Any:
+    return jnp.concatenate(pieces, axis=0)
+
+
+def stacked_store(dim: int) -> StackedStore:
+    """A jax block store along key position `dim` (a point of a block: one jitted index
+    per block shape; a range over blocks and points: one concatenation)."""
+    return StackedStore(dim, _take, _join)

@@ -146,13 +146,13 @@ class PythonExecutor(Executor):
         if not (self.cfg.enable_compiled_loops and self.backend.name == "jax"):
             return None
         from tempo.runtime.loops_emit import LoopLowering
-        from tempo.runtime.loops_jax import ScanRunner, rows
+        from tempo.runtime.loops_jax import ScanRunner, rows, stacked_store
 
         self._lowerings: list[Any] = []
 
         def make(gen: Any) -> Any:
             low = LoopLowering(gen, self.schedule.tree, self.bounds, ScanRunner, rows,
-                               self.backend)
+                               self.backend, self.stores, stacked_store)
             self._lowerings.append(low)
             return low
 
