@@ -24,9 +24,9 @@ from tempo.runtime.stores_stacked import StackedStore
 from tempo.schedule.tree import Exec, If, Loop, Node, Seq, While, walk
 
 Rows = Callable[[Any, int, int], list[Any]]
-RunnerFactory = Callable[[str, dict[str, Any], list[int], int], Any]
-"""(step source, its namespace, the segment's counter values, its number of stacked
-outputs) -> a runner: called with (invariants, first carries, stacked reads in the
+RunnerFactory = Callable[[str, dict[str, Any], list[int], int, int], Any]
+"""(step source, its namespace, the segment's counter values, its numbers of stacked
+outputs and stacked reads) -> a runner: called with (invariants, first carries, stacked reads in the
 order of the counters), it returns (last carries, stacked outputs in the order of the
 counters), or None when the step cannot be compiled."""
 
@@ -168,7 +168,7 @@ class LoopLowering:
         name = f"_L{sum(1 for n in self.namespace if n.startswith('_L'))}"
         run = self.namespace[name] = self.runner(
             self._step_source(seg, c), self._step_namespace(),
-            an.counters[seg.start:seg.stop], len(seg.stacked))
+            an.counters[seg.start:seg.stop], len(seg.stacked), len(seg.xs))
         lines.append(f"{pad}{c} = {self._counter(an, seg.start)}")
         lines.append(f"{pad}_li = ({''.join(s + ', ' for s in seg.invariants)})")
         first: list[str] = []

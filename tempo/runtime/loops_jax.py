@@ -40,7 +40,7 @@ class ScanRunner:
     stacked reads nor outputs runs as a `fori_loop`: the counter is the loop index."""
 
     def __init__(self, source: str, ns: dict[str, Any], counters: list[int],
-                 outputs: int = 1) -> None:
+                 outputs: int = 1, reads: int = 1) -> None:
         ns = dict(ns, _sym=_sym, _fix=_fix, _rand=_rand)
         exec(compile(source, "<tempo-loop-step>", "exec"), ns)  # noqa: S102 - our source
         step = ns["step"]
@@ -49,7 +49,7 @@ class ScanRunner:
         cs = np.asarray(counters[::-1] if down else counters)
 
         def scan(li: tuple, lc: tuple, lx: tuple) -> Any:
-            if not lx and not outputs:
+            if self.form == "fori_loop":
                 return fori(li, lc), ()
             return jax.lax.scan(functools.partial(step, li), lc, (jnp.asarray(cs), *lx),
                                 reverse=down)
@@ -63,6 +63,7 @@ class ScanRunner:
             return jax.lax.fori_loop(0, len(counters), body, lc)
 
         self.fn = jax.jit(scan)
+        self.form = "fori_loop" if not outputs and not reads else "scan"
         self.failed: str | None = None
         self.calls = 0
 
