@@ -18,10 +18,15 @@ iteration of the segment (an exhaustive check, not a guess):
 * anything else (a slice of a value the body makes, a read whose offset varies, a key
   that cannot be compared) leaves the segment a Python loop, as it was.
 
+Frees do not split segments (each free is placed at the iterations its conditions
+select), a recurrence's first point (`h[0] = init`, a merge whose branch changes after
+the first iterations) joins the scan as the carry's first value, and a run that cannot
+scan whole is tried without its first or last iteration (a boundary read).
+
 After the scan the stores hold what the Python loop would have left: the points no free
-of the segment releases (stacked outputs, or the last carries), and the points made
-before it that its frees release are popped. Emission is in `loops_emit.py`, the jax
-runner in `loops_jax.py`.
+of the segment releases (stacked outputs, kept as one block by a jax block store, or the
+last carries), and the points made before it that its frees release are popped.
+Emission is in `loops_emit.py`, the jax runner in `loops_jax.py`.
 """
 
 from __future__ import annotations
