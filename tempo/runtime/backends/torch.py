@@ -13,6 +13,7 @@ import torch
 from tempo.core import ops
 from tempo.core.dtype import DataType
 from tempo.runtime.backend_registry import DLBackend
+from tempo.runtime.backends.host_memory import keep_freed_host_memory
 from tempo.runtime.backends.protocol import Kernel
 from tempo.runtime.kernel_registry import make_kernel
 
@@ -40,6 +41,8 @@ class TorchBackend:
                           stacklevel=2)
             want_gpu = False
         self.device = torch.device("cuda:0" if want_gpu else "cpu")
+        if not want_gpu:
+            keep_freed_host_memory()  # fresh 1 MiB tensors page-faulted (host_memory)
         self.generator = torch.Generator(device=self.device)
         self.generator.manual_seed(seed)
 
