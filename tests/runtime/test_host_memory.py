@@ -3,6 +3,7 @@ a chain of 1 MiB tensor ops stops page-faulting every page of every fresh tensor
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -28,9 +29,12 @@ _SCRIPT = textwrap.dedent("""
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's malloc policy")
 def test_cpu_backend_keeps_freed_tensors_for_reuse() -> None:
-    # a fresh process: malloc's policy is per process and other tests set it
+    # a fresh process (malloc's policy is per process) started at glibc's default
+    # thresholds, fixed (their dynamic adjustment depends on the heap's history)
+    env = dict(os.environ, GLIBC_TUNABLES="glibc.malloc.trim_threshold=131072:"
+               "glibc.malloc.mmap_threshold=131072")
     out = subprocess.run([sys.executable, "-c", _SCRIPT], capture_output=True, text=True,
-                         check=True).stdout.split()
+                         check=True, env=env).stdout.split()
     before, after = int(out[0]), int(out[1])
     pages = 20 * 4 * (1 << 20) // 4096  # every page of every result of 20 chains
     assert before > pages // 2, f"glibc's default did not page-fault ({before}): test is moot"

@@ -33,10 +33,12 @@ def _rollout(backend: str, vectorize: bool, continuous: bool) -> tuple[dict, Any
         o = RT.placeholder(env.observation_shape, env.observation_dtype, domain=(b, i, t))
         o[b, i, 0] = env.reset(domain=(b, i))
         tb = RT.from_expr(t) + RT.from_expr(b) + RT.from_expr(i)
+        # actions read the obs through max, exact in any order (a sum of the broadcast
+        # state rounds by its reduction order: 1 ulp between the two paths on some states)
         if continuous:  # actions past [-1, 1] too: the env clips them
-            a = (tb.cast("float32") * 0.7 - 1.3 + o.sum() * 0.5).reshape((1,))
+            a = (tb.cast("float32") * 0.7 - 1.3 + o.max() * 3.0).reshape((1,))
         else:
-            a = ((tb + (o.sum() > 0).cast("int64")) % 2).reshape(())
+            a = ((tb + (o.max() > 0).cast("int64")) % 2).reshape(())
         o[b, i, t + 1], r, term, trunc = env.step(a)
         for name, x in (("o", o), ("r", r), ("term", term), ("trunc", trunc)):
             RT.sink_with_ts_udf(x[0:Bs, i, 0:Ts], lambda v, ts, n=name: got.setdefault(
@@ -64,7 +66,13 @@ def test_ops_step_equals_the_vector_env(backend: str, vectorize: bool, continuou
     for name in ("o", "r", "term", "trunc"):
         for it in range(I):
             assert ours[name][it].shape == ref[name][it].shape
-            np.testing.assert_array_equal(ours[name][it], ref[name][it], err_msg=name)
+            if backend == "jax" and name in ("o", "r"):  # XLA contracts s + 0.05 a to
+                # an FMA (one rounding), numpy rounds the product first: an ulp of the
+                # state (|s| <= 1) per step, carried on through the actions
+                np.testing.assert_allclose(ours[name][it], ref[name][it], rtol=0,
+                                           atol=1e-6, err_msg=name)
+            else:
+                np.testing.assert_array_equal(ours[name][it], ref[name][it], err_msg=name)
     assert (ours["r"][0][:, LIMIT:] == 0).all() and ours["term"][0][:, LIMIT - 1:].all()
     assert not ours["term"][0][:, :LIMIT - 1].any()
     assert (ours["o"][0][:, LIMIT] == ours["o"][0][:, T - 1]).all()  # absorbing

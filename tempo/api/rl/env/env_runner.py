@@ -23,6 +23,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from tempo.api.rl.env.seeding import point_seeds
 from tempo.core.errors import TempoError, UnsupportedError
 from tempo.core.index_expr import Symbol
 
@@ -37,8 +38,9 @@ def to_numpy(x: Any) -> np.ndarray:
 
 
 def point_seed(seed: int, key: tuple[int, ...]) -> int:
-    """The seed of the slot reset at point `key`: distinct per point, fixed by `seed`."""
-    return int(np.random.SeedSequence([int(seed), *(int(k) for k in key)]).generate_state(1)[0])
+    """The seed of the slot reset at point `key`: distinct per point, fixed by `seed`
+    (`seeding.point_seeds`, which hashes a block's points at once)."""
+    return int(point_seeds(seed, [tuple(int(k) for k in key)])[0])
 
 
 def seeds_sub_envs(env: gym.vector.VectorEnv) -> bool:
@@ -73,17 +75,17 @@ class Slot:
         self.trunc = np.zeros(self.n, bool)
         self.last_obs: np.ndarray | None = None
 
-    def _reset(self, seeds: Sequence[int] | None) -> np.ndarray:
+    def _reset(self, seeds: Sequence[int] | np.ndarray | None) -> np.ndarray:
         if seeds is None:
             return np.concatenate([np.asarray(e.reset()[0]) for e in self.envs])
         if self.lists:  # sub-env j of point k: seed s_k + j, as gymnasium seeds a vector env
-            subs = [int(s) + j for s in seeds for j in range(self.per)]
+            subs = (np.asarray(seeds, np.int64)[:, None] + np.arange(self.per)).ravel()
             env: Any = self.envs[0]  # gymnasium types reset's seed as one int
-            return np.asarray(env.reset(seed=subs)[0])
+            return np.asarray(env.reset(seed=subs.tolist())[0])
         return np.concatenate([np.asarray(e.reset(seed=int(s))[0])
                                for e, s in zip(self.envs, seeds)])
 
-    def reset(self, seeds: Sequence[int]) -> np.ndarray:
+    def reset(self, seeds: Sequence[int] | np.ndarray) -> np.ndarray:
         """Seeded on the first reset; later resets continue the sub-envs' generators."""
         obs = self._reset(None if self.seeded else seeds)
         self.seeded = True
@@ -241,13 +243,26 @@ class Runner:
                 return np.stack([self.reset_point(p) for p in _points(ts, syms, sizes)]
                                 ).reshape((*sizes, *self._obs_point_shape()))
             key = self._key(ts, syms)
-            points = _points(ts, syms, sizes)  # row-major: the order of the block's rows
-            obs = self._fresh(key, len(points), layout).reset(
-                [point_seed(self.seed, self._key(p)) for p in points])
+            keys = self._block_keys(ts, syms, sizes)  # row-major: the block's rows
+            obs = self._fresh(key, len(keys), layout).reset(point_seeds(self.seed, keys))
             lead = (*sizes, per) if self.num_envs is not None else sizes
             return obs.reshape((*lead, *obs.shape[1:]))
 
         return reset
+
+    def _block_keys(self, ts: dict, syms: Sequence[Symbol],
+                    sizes: Sequence[int]) -> np.ndarray:
+        """(points, len(vars)) keys of a block's points in row-major order (`_points`'s)."""
+        n = math.prod(sizes)
+        cols = []
+        for v in self.vars:
+            if v in syms:
+                k = list(syms).index(v)
+                inner = math.prod(sizes[k + 1:])
+                cols.append(np.arange(n, dtype=np.int64) // inner % sizes[k])
+            else:
+                cols.append(np.full(n, int(ts[v]), np.int64))
+        return np.stack(cols, axis=1) if cols else np.zeros((n, 0), np.int64)
 
     def step_block(self, dims: Sequence[tuple[Symbol, int]]) -> Callable[[Any, dict], Any]:
         """step over a block: one vector-env call for every point of the block."""

@@ -12,6 +12,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from tempo.api.rl.env.seeding import uniform
 from tempo.api.rl.env.trivial_env import STEP_SIZE, TrivialEnv
 
 
@@ -48,23 +49,27 @@ class TrivialVectorEnv(gym.vector.VectorEnv):
         self.observation_space = gym.vector.utils.batch_space(
             self.single_observation_space, num_envs)
         self.action_space = gym.vector.utils.batch_space(self.single_action_space, num_envs)
-        self._rngs: list[np.random.Generator] | None = None
+        self._seeds: np.ndarray | None = None  # per sub-env stream (seeded resets)
+        self._draws = np.zeros(num_envs, np.uint64)
 
     seeds_sub_envs = True  # reset(seed=[...]) seeds each sub-env (tempo's env runner)
 
     def reset(self, *, seed: int | Sequence[int] | None = None,
               options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict[str, Any]]:
         """`seed`: one for all sub-envs (TrivialEnv's), or one per sub-env as gymnasium's
-        vector envs take (each sub-env then draws from its own generator, also on later
-        unseeded resets), so a sub-env does not depend on the others."""
-        if isinstance(seed, Sequence):
+        vector envs take (each sub-env then draws from its own counter-based stream, also
+        on later unseeded resets), so a sub-env does not depend on the others; all sub-envs'
+        states come from one vectorised hash (`seeding.uniform`), not a generator each."""
+        if isinstance(seed, Sequence | np.ndarray):
             if len(seed) != self.num_envs:
                 raise ValueError(f"{len(seed)} seeds for {self.num_envs} sub-envs")
-            self._rngs = [np.random.default_rng(int(s)) for s in seed]
-        elif seed is not None or self._rngs is None:
-            self._rngs = None
+            self._seeds = np.asarray(seed, np.int64).astype(np.uint64)
+            self._draws[:] = 0
+        elif seed is not None or self._seeds is None:
+            self._seeds = None
             return self.env.reset(seed=seed), {}
-        state = np.array([g.uniform(-1.0, 1.0) for g in self._rngs], np.float32)
+        state = uniform(self._seeds, self._draws, -1.0, 1.0).astype(np.float32)
+        self._draws += np.uint64(1)
         return self.env.reset_to(state), {}
 
     def step(self, actions: Any) -> tuple[Any, Any, Any, Any, dict[str, Any]]:
