@@ -256,6 +256,10 @@ def cycle_error(sdg: SDG, cycle: list[int]) -> ScheduleError:
     """The error for ops that each need the other at the same point. Blames the definition
     that closes the loop (a placeholder branch reading a value that reads the placeholder);
     a loop made only by backward() is Tempo's to fix, and says so."""
+    if not cycle:  # isl found no order, yet no op waits on itself: ours to fix
+        return ScheduleError("Tempo could not find an order for this program's ops although "
+                             "none of them needs itself at the same point; this is a bug in "
+                             "Tempo's compiler, not in your program: please report it")
     members = set(cycle)
     closing = next((e for i in cycle if isinstance(sdg.ops[i], ops.MergeOp)
                     for e in sdg.in_edges[i] if e.src.op_id in members), None)

@@ -110,6 +110,22 @@ class _Comp:
     dirs: set[int]
 
 
+@dataclass
+class _Open:
+    """Components fused into one loop being built (empty: none open)."""
+
+    comps: set[int] = field(default_factory=set)
+    ops: set[int] = field(default_factory=set)
+    var: str | None = None
+    dirs: set[int] = field(default_factory=set)
+
+    def open(self, k: int, c: _Comp) -> None:
+        self.comps, self.ops, self.var, self.dirs = {k}, set(c.ops), c.var, set(c.dirs)
+
+    def clear(self) -> None:
+        self.comps, self.ops, self.var, self.dirs = set(), set(), None, set()
+
+
 class LoopTreeBuilder:
     """Builds the loop tree; `signs(edge, var, outer)` gives the exact signs of an edge's
     distance along a dimension both of its ends have, over the pairs the enclosing loops
@@ -179,11 +195,10 @@ class LoopTreeBuilder:
         leaves: list[tuple[int, int]] = []  # heap of ready leaf components by first op
         loops: list[int] = []  # ready loop components, by first op
         out: list[TreeNode] = []
-        group: set[int] = set()  # components fused into the open loop
-        group_ops: set[int] = set()
-        group_var: str | None = None
-        group_dirs: set[int] = set()
+        main = _Open()  # the open loop
+        side = _Open()  # loop components hoisted before it, fused with each other
         blocked: list[int] = []  # ready leaves that read the open loop
+        side_blocked: list[int] = []  # ready leaves that read the hoisted loop
 
         def make_ready(k: int) -> None:
             if comps[k].var is None:
@@ -197,66 +212,89 @@ class LoopTreeBuilder:
                 if indeg[s] == 0:
                     make_ready(s)
 
-        def close() -> None:
-            nonlocal group, group_ops, group_var, group_dirs
-            assert group_var is not None  # an open group is a loop: it has a dimension
-            d = FORWARD if FORWARD in group_dirs else BACKWARD
-            body = self._level(sorted(group_ops), [*outer, group_var])
-            out.append(LoopNode(group_var, d, body))
-            group, group_ops, group_var, group_dirs = set(), set(), None, set()
-            for k in blocked:
+        def join(g: _Open, k: int, pick: tuple[int, set[int], int] | None = None) -> None:
+            if pick is None:
+                g.open(k, comps[k])
+            else:
+                assert g.var is not None
+                _, g.dirs, by = pick
+                if by:
+                    for o in comps[k].ops:
+                        self.shifts.setdefault(o, {})[g.var] = by
+                g.comps.add(k)
+                g.ops.update(comps[k].ops)
+            emit(k)
+
+        def flush(g: _Open, waiting: list[int]) -> None:
+            out.append(self._close(g, outer))
+            for k in waiting:
                 heapq.heappush(leaves, (first[k], k))
-            blocked.clear()
+            waiting.clear()
+
+        def joinable(g: _Open, among: list[int]) -> tuple[int, set[int], int] | None:
+            if not g.comps:
+                return None
+            assert g.var is not None
+            return self._compatible(among, comps, into, g.ops, g.var, g.dirs, tuple(outer))
 
         for k in sorted(indeg, key=lambda j: first[j]):
             if indeg[k] == 0:
                 make_ready(k)
-        while leaves or loops or group:
-            if not group:
+        while leaves or loops or main.comps:
+            if not main.comps:
                 if leaves:
                     k = heapq.heappop(leaves)[1]
                     out.append(Leaf(comps[k].ops[0]))
+                    emit(k)
                 else:
-                    k = loops.pop(0)
-                    group, group_ops = {k}, set(comps[k].ops)
-                    group_var, group_dirs = comps[k].var, set(comps[k].dirs)
-                emit(k)
+                    join(main, loops.pop(0))
                 continue
-            assert group_var is not None
-            pick = self._compatible(loops, comps, into, group_ops, group_var, group_dirs,
-                                    tuple(outer))
+            pick = joinable(main, loops)
             if pick is not None:
-                k, group_dirs, by = pick
-                if by:
-                    for o in comps[k].ops:
-                        self.shifts.setdefault(o, {})[group_var] = by
-                loops.remove(k)
-                group.add(k)
-                group_ops.update(comps[k].ops)
-                emit(k)
+                loops.remove(pick[0])
+                join(main, pick[0], pick)
                 continue
             # Anything ready that does not read the open loop can run before it: hoisting
-            # it keeps the loop open for the components it unblocks.
+            # it keeps the loop open for the components it unblocks. Hoisted loops over
+            # one dim fuse with each other the same way (a chain of per-block stages
+            # becomes one loop), and leaves that read them wait until they close.
             hoisted = None
             while leaves:
                 k = heapq.heappop(leaves)[1]
-                if preds[k] & group:
+                if preds[k] & main.comps:
                     blocked.append(k)
+                elif preds[k] & side.comps:
+                    side_blocked.append(k)
                 else:
                     hoisted = k
                     break
-            if hoisted is None:
-                hoisted = next((k for k in loops if not preds[k] & group), None)
-                if hoisted is not None:
-                    loops.remove(hoisted)
             if hoisted is not None:
-                out.append(self._standalone(comps[hoisted], outer))
+                out.append(Leaf(comps[hoisted].ops[0]))
                 emit(hoisted)
                 continue
-            close()
+            free = [k for k in loops if not preds[k] & main.comps]
+            pick = joinable(side, free)
+            if pick is not None:
+                loops.remove(pick[0])
+                join(side, pick[0], pick)
+            elif side.comps:
+                flush(side, side_blocked)
+            elif free:
+                loops.remove(free[0])
+                join(side, free[0])
+            else:
+                flush(main, blocked)
         if any(indeg.values()):
             raise Unorderable(sorted(o for k, n in indeg.items() if n for o in comps[k].ops))
         return out
+
+    def _close(self, g: _Open, outer: list[str]) -> LoopNode:
+        """The loop of an open group (emptied): its body is the next level down."""
+        assert g.var is not None  # an open group is a loop: it has a dimension
+        d = FORWARD if FORWARD in g.dirs else BACKWARD
+        node = LoopNode(g.var, d, self._level(sorted(g.ops), [*outer, g.var]))
+        g.clear()
+        return node
 
     def _compatible(self, loops: list[int], comps: list[_Comp], into: dict[int, list[Edge]],
                     group_ops: set[int], var: str, dirs: set[int],
@@ -294,12 +332,6 @@ class LoopTreeBuilder:
             by = max(by, self.shift(e.src.op_id, var) - dist)
         extent = self.extent.get(var.lower())
         return by if extent is not None and 2 * by < extent else None
-
-    def _standalone(self, c: _Comp, outer: list[str]) -> TreeNode:
-        if c.var is None:
-            return Leaf(c.ops[0])
-        d = FORWARD if FORWARD in c.dirs else BACKWARD
-        return LoopNode(c.var, d, self._level(c.ops, [*outer, c.var]))
 
     def _components(self, op_ids: list[int], edges: list[Edge],
                     outer: list[str]) -> list[_Comp]:

@@ -230,3 +230,34 @@ def test_a_state_carried_over_two_dims_in_row_major_order_stays_structural() -> 
             cur = cur - np.float32(0.1) * np.tanh(cur * X[k, j])
     np.testing.assert_allclose(_get(exe, w, (B_, T_)), want, rtol=1e-5)
     assert _structural(exe)
+
+
+def test_loops_run_before_an_open_loop_fuse_with_each_other() -> None:
+    """A chain of ops over k, ready while the recurrence's loop over t is open, runs before
+    that loop as one loop over k, not a loop per op (E6: the stages of a feature-blocked
+    learner each fetched every block of observations from the host)."""
+    xk = np.random.default_rng(2).standard_normal(B_).astype(np.float32)
+
+    def build(kK: Any, tT: Any) -> RT:
+        (k, _), (t, T) = kK, tT
+        x = RT.source_with_ts_udf(lambda ts: torch.tensor(X[0, ts[t]]), (), dtypes.float32,
+                                  domain=(t,))
+        h = RT.placeholder((), dtypes.float32, domain=(t,))
+        h[0] = x
+        h[True] = h[t - 1] * 0.5 + x
+        u = RT.source_with_ts_udf(lambda ts: torch.tensor(xk[ts[k]]), (), dtypes.float32,
+                                  domain=(k,))
+        q = ((u * 2.0).exp() + 1.0).sin()
+        return q * q + h[T - 1]
+
+    exe, out = _run(build, 2, (B_, T_))
+    h = np.float32(0.0)
+    for j in range(T_):
+        h = X[0, j] if j == 0 else h * np.float32(0.5) + X[0, j]
+    want = np.sin(np.exp(xk * 2.0) + 1.0) ** 2 + h
+    got = np.array([float(exe.get_spatial_tensor_torch(out.tensor_id, (j,))) for j in range(B_)])
+    np.testing.assert_allclose(got, want, rtol=1e-5)
+    assert _structural(exe)
+    text = exe.schedule_text().split("# generated")[0]
+    k_loops = [line for line in text.splitlines() if line.startswith("for d0 in")]
+    assert len(k_loops) == 2, text  # the chain's loop, then the read of h[T-1]
