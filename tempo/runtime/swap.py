@@ -1,13 +1,14 @@
 """Swapping to a host pool (ARCHITECTURE §6, §7). The schedule places the plan
 (schedule/swaps.py): `offload` after a point's last near use, `fetch` before its far reads
 and a prefetch iterations ahead. The host pool is counted apart from the device (a pinned
-copy on a GPU, a separate copy on the CPU). Under `device_memory_cap_bytes` the runtime
-also offloads the least recently stored points when a charge would pass the cap and the
-plan has not freed enough (points read in the stage that made them, caps tighter than the
-plan). A read of a point still on the host fetches it then (a demand fetch). Results are
-unchanged: the host copy is exact. Block stores move whole blocks the same way
-(runtime/swap_blocks.py); both kinds share one `Swapper`, so pressure takes the oldest
-point or complete block first.
+copy on a GPU, a separate copy on the CPU). Under `device_memory_cap_bytes` the plan's
+offloads run only under pressure (near the cap: `Swapper.pressed`), so a program that fits
+swaps nothing, and the runtime also offloads the least recently stored points when a
+charge would pass the cap and the plan has not freed enough (points read in the stage
+that made them, caps tighter than the plan). A read of a point still on the host fetches
+it then (a demand fetch). Results are unchanged: the host copy is exact. Block stores move
+whole blocks the same way (runtime/swap_blocks.py); both kinds share one `Swapper`, so
+pressure takes the oldest point or complete block first.
 """
 
 from __future__ import annotations
@@ -18,6 +19,9 @@ from typing import Any, Protocol
 
 from tempo.core.sdg import TensorId
 from tempo.runtime.stores import MemoryAccountant, Storage, TrackedStore
+
+HEADROOM = 8
+"""Under a cap, the schedule's offloads run once less than cap / HEADROOM is free."""
 
 
 class Offloaded:
@@ -58,6 +62,16 @@ class Swapper:
             del self.order[(sid, key)]
             freed += store.evict(key)
 
+    def pressed(self, nbytes: int) -> bool:
+        """Whether the schedule's offload of `nbytes` should run: always without a cap
+        (the plan is what keeps the device small), under a cap only when keeping them
+        leaves less than a `HEADROOM`-th of the cap free. Below that, an offload would
+        only move bytes the device has room for (TD(n)'s idle Adam moments at a few MiB
+        under a 64 MiB cap); the margin is room for the charges that follow (a learner's
+        scratch), and whatever passes it the swapper relieves on demand."""
+        cap = self.acct.cap
+        return cap is None or self.acct.live + nbytes > cap - cap // HEADROOM
+
     def forget(self, store: Evictable, key: Any) -> None:
         self.order.pop((id(store), key), None)
 
@@ -77,6 +91,15 @@ class SwapStore(TrackedStore):
             self.swapper.order[(id(self), key)] = self
 
     def offload(self, key: Any) -> int:
+        """The schedule's offload of point `key`: to the host pool under pressure
+        (`Swapper.pressed`), else it stays (and may still go under pressure later)."""
+        value = dict.get(self, key)
+        if value is None or isinstance(value, Offloaded) or \
+                not self.swapper.pressed(self.storage(value)[1]):
+            return 0
+        return self.evict(key)
+
+    def evict(self, key: Any) -> int:
         """Move point `key` to the host pool; the device bytes this frees (0 if it is not
         stored, already offloaded, or shares its storage with another live value)."""
         self.swapper.forget(self, key)
@@ -93,9 +116,6 @@ class SwapStore(TrackedStore):
         self.acct.swapped += n
         dict.__setitem__(self, key, Offloaded(self.swapper.to_host(value), n))
         return n
-
-    def evict(self, key: Any) -> int:
-        return self.offload(key)
 
     def fetch(self, key: Any, ahead: bool) -> None:
         """The schedule's fetch: point `key` back on the device before its read (`ahead`:

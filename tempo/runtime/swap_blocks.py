@@ -58,10 +58,15 @@ class SwapBlockStore(BlockStore):
         return n
 
     def offload(self, key: tuple) -> int:
-        """The schedule's offload of point `key`: its block goes once it is complete."""
+        """The schedule's offload of point `key`: its block goes once it is complete and
+        the device is under pressure (`Swapper.pressed`)."""
         pre, i = self.lay.split(key)
-        b = i // self.block
-        return self.evict((pre, b)) if (pre, b) in self.complete else 0
+        bkey = (pre, i // self.block)
+        buf = self.bufs.get(bkey)
+        if bkey not in self.complete or buf is None or \
+                not self.swapper.pressed(self.lay.storage(buf)[1]):
+            return 0
+        return self.evict(bkey)
 
     def fetch(self, key: tuple, ahead: bool) -> None:
         """The schedule's fetch of point `key`: its block back on the device (`ahead`: a

@@ -9,8 +9,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from tempo.bench.memory import DeviceMemoryAccountant
 from tempo.bench.systems import reinforce_tempo
-from tempo.bench.systems.tempo_memory import NO_CAP
+from tempo.bench.systems.tempo_memory import NO_CAP, memory_config
 from tempo.bench.timing import StatsLogger
 from tempo.compiler.passes.accumulate import LOOP_TAG
 from tempo.schedule.tree import Exec, walk
@@ -60,3 +61,25 @@ def test_monte_carlo_sum_is_not_accumulated() -> None:
     ref, _ = _run("monte_carlo", "torch", False)
     assert not _accumulated(exe) and not _shifted(exe)
     np.testing.assert_array_equal(got, ref)
+
+
+def _compiled_mc(cap: int) -> object:
+    """The E7 Monte-Carlo program (observations of 384 KiB per step, 16 steps) compiled
+    as the bench does under `cap` with swap on."""
+    c = dict(reinforce_tempo.DEFAULTS)
+    c.update(obs_shape=[3, 64, 64], num_envs=8, ep_len=16, iterations=2, num_layers=1,
+             params_per_layer=8, objective="monte_carlo")
+    acct = DeviceMemoryAccountant(cap_bytes=cap)
+    ctx, bounds = reinforce_tempo._program(c, StatsLogger(), memory_config(acct))
+    return ctx.compile(bounds)
+
+
+def test_monte_carlo_is_streamed_only_when_its_batched_learner_cannot_fit_the_cap() -> None:
+    """The batched learner's weight gradient over 16 steps needs ~12 MiB at once (the
+    stacked observations and the per-step products): a 64 MiB cap holds it, so the sum
+    stays batched (and swapping covers the rest); a 6 MiB cap cannot, so the sum is
+    accumulated in a loop of its own that the swap streams (its result is checked
+    against the uncapped run in tests/bench/test_reinforce_tempo.py)."""
+    assert not _accumulated(_compiled_mc(64 << 20))
+    streamed = _compiled_mc(6 << 20)
+    assert _accumulated(streamed) and not _shifted(streamed)  # after the rollout, not in it

@@ -95,7 +95,9 @@ def test_a_cap_of_three_points_is_honoured(cfg, backend: str) -> None:
     stats = _stage_program(cfg, backend, device_memory_cap_bytes=cap,
                            enable_swap=True).memory_stats()
     assert stats["peak_bytes"] <= cap
-    assert stats["swapped_bytes"] >= T * D * 4
+    # the plan's offloads run under pressure only: the first point made stays while
+    # there is room, every later one goes
+    assert T * D * 4 > stats["swapped_bytes"] >= (T - 1) * D * 4
     # prefetches that would not fit are skipped, so nothing fetched is pushed out again
     # before its read: every point comes back once, by the fetch before its read
     assert stats["fetched_bytes"] == stats["swapped_bytes"]

@@ -10,7 +10,11 @@ after. When `f(t)` reads at most `n` steps ahead (`x[t:t+n]`, an n-step TD targe
 scheduler places it `n` steps later in the same loop (`loop_tree`, shifted placement):
 O(n) steps live instead of O(T). When it reads to the end (`x[t:T]`, a Monte-Carlo return)
 or depends on something computed from the whole loop (a mean over the episode), nothing is
-gained and the sum is left to vectorisation, which batches it.
+gained and the sum is left to vectorisation, which batches it — unless the batched learner
+cannot run under the device cap even with swapping (one of its batched ops needs more
+than the cap at once: `_Reach.batched_bytes`); then, with swap on, it is accumulated in a
+loop of its own after the rollout, which the swap streams step by step. A batched learner
+that fits stays batched (Monte-Carlo REINFORCE then climbs to the cap and swaps).
 
 The accumulated ops are tagged `loop:<dim>`: vectorisation leaves them in their loop.
 Float sums add in another order than one batched sum (equal to rounding, not bit for bit).
@@ -41,7 +45,8 @@ def run(sdg: SDG, cfg: ExecutionConfig) -> SDG:
         if d in sdg.loop_dims or not isinstance(size, int) or isinstance(size, bool) \
                 or size < 2:
             continue
-        finder = _Reach(sdg, d, size, bool(cfg.enable_swap and cfg.device_memory_cap_bytes))
+        cap = cfg.device_memory_cap_bytes if cfg.enable_swap else None
+        finder = _Reach(sdg, d, size, cap)
         for op in list(sdg.ops.values()):
             if isinstance(op, ops.SumOp) and op.op_id in sdg.ops:
                 site = _summed_read(sdg, op, d, size)
@@ -85,10 +90,11 @@ class _Reach:
     """How far ahead along `d` an op's value reads (through every op over `d` it depends
     on), and whether what it reads without `d` is computed before the loop over `d`."""
 
-    def __init__(self, sdg: SDG, d: Symbol, size: int, stream: bool) -> None:
-        self.sdg, self.d, self.size, self.stream = sdg, d, size, stream
+    def __init__(self, sdg: SDG, d: Symbol, size: int, cap: int | None) -> None:
+        self.sdg, self.d, self.size, self.cap = sdg, d, size, cap
         self._pre: dict[int, bool] = {}
         self._reach: dict[int, int | None] | None = None
+        self._cyclic: set[int] = set()  # ops in a recurrence over d: they stay in its loop
 
     def cone(self, x: int) -> set[int]:
         """Ops over `d` that `x` depends on (itself included)."""
@@ -104,12 +110,44 @@ class _Reach:
     def worth(self, x: int) -> bool:
         """`x` can be computed inside the loop a bounded number of steps after its own
         point, and that number is small against the loop (at most half of it). Under a
-        device cap with swapping on, a larger look-ahead is accumulated too: the learner
-        then loops over `d` after the loop it reads, one step's points at a time, which
-        the swap can fetch back step by step (a batched learner needs every step at once
-        on the device: Monte-Carlo REINFORCE's whole episode)."""
+        device cap with swapping on, a larger look-ahead is accumulated too when the
+        batched learner could not run under the cap even with swapping: it then loops
+        over `d` after the loop it reads, one step's points at a time, which the swap
+        fetches back step by step."""
         ahead = self.ahead(x)
-        return ahead is not None and (2 * (ahead + 1) <= self.size or self.stream)
+        if ahead is None:
+            return False
+        if 2 * (ahead + 1) <= self.size:
+            return True
+        return self.cap is not None and self.batched_bytes(x) > self.cap
+
+    def batched_bytes(self, x: int) -> int:
+        """What the batched learner of `x` needs on the device at once, at least: over
+        the ops `x` depends on that vectorisation batches along `d` (those outside a
+        recurrence over `d`), the most one of them reads and writes for all points of
+        `d` together. Swapping cannot bring a batched op below that: its operands and
+        result are on the device during its call."""
+        if self._reach is None:
+            self._reach = self._reach_all()
+        most = 0
+        for o in self.cone(x) - self._cyclic:
+            need = sum(self._bytes(e.src) * (self.size if self.d in
+                                             self.sdg.ops[e.src.op_id].domain else 1)
+                       for e in self.sdg.in_edges[o])
+            need += self.size * sum(self._bytes(TensorId(o, k))
+                                    for k in range(self.sdg.ops[o].num_outputs))
+            most = max(most, need)
+        return most
+
+    def _bytes(self, tid: TensorId) -> int:
+        """Bytes of one point of `tid` (0 when its shape is symbolic)."""
+        info = self.sdg.tensors[tid]
+        if not info.shape.is_static():
+            return 0
+        n = info.dtype.repr_bytes
+        for k in info.shape.as_static():
+            n *= int(k)
+        return n
 
     def ahead(self, x: int) -> int | None:
         """Steps along `d` beyond its own point that `x` needs (None: unbounded, or it
@@ -132,6 +170,8 @@ class _Reach:
         reach: dict[int, int | None] = {}
         for scc in reversed(strongly_connected(over, succ)):  # Tarjan: sinks first
             members = set(scc)
+            if len(scc) > 1 or any(e.src.op_id == scc[0] for e in self.sdg.in_edges[scc[0]]):
+                self._cyclic |= members
             need: int | None = 0
             for o in scc:
                 for e in self.sdg.in_edges[o]:

@@ -74,7 +74,12 @@ def step(env: Env, runner: Runner, actions: RecurrentTensor, dom: Domain) -> Ste
     ended = RecurrentTensor.from_expr(t) >= limit - 1
     done = RecurrentTensor.placeholder(lead, dtypes.bool_, domain=dom)  # over the whole step
     done[True] = ended.expand(lead) if lead else ended
+    # the observation is s broadcast to obs_shape and materialised, as TrivialEnv's is (a
+    # real env's observation costs memory and bandwidth, BENCHMARKS §6): a stride-0 view
+    # would make a stored observation free and the memory experiments (E6, E7) vacuous.
+    # x * 1 is x bit for bit.
     ones = (1,) * len(obs_shape)
-    obs = nxt.reshape((*lead, *ones)).expand((*lead, *obs_shape)) if obs_shape else nxt
+    obs = nxt.reshape((*lead, *ones)) * RecurrentTensor.ones(obs_shape, dtypes.float32) \
+        if obs_shape else nxt
     return obs, reward, done, done
 
