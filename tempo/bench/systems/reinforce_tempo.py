@@ -8,7 +8,10 @@ term reads only n rewards ahead, so the compiler accumulates it inside the rollo
 n-1 steps late (`compiler/passes/accumulate.py`, shifted placement in
 `schedule/loop_tree.py`): a step's activations die n steps after it and the device peak is
 O(n) steps. The Monte-Carlo return reads to the end of the episode, so its learner keeps all
-T steps (or swaps them under the cap). `enable_incrementalization=False` turns that off.
+T steps' observations: batched when its batched ops fit the cap, else summed in a loop of
+its own after the rollout; either way, once the device nears the cap the swap moves
+observations to the host pool (TD(n) stays far below it and swaps nothing).
+`enable_incrementalization=False` turns the accumulation off.
 
 Memory is Tempo's own accountant under the point's cap with swapping on (tempo_memory);
 the iteration time is execute()'s wall time over the iterations."""
