@@ -68,43 +68,70 @@ def _safe(xp: Any, m: Any) -> Any:
 
 # ---------------------------------------------------------------- torch
 def _torch(op: ops.TiledAttentionOp, be: Any) -> Kernel:
+    """Eager torch reads the valid rows of each block as views (no padding, no mask of
+    it). One block (a window, or a history shorter than U): scores, the fused softmax and
+    the value matmul — as one `scaled_dot_product_attention` call where the op is plain
+    attention (no mask, reshapes that are identities: checked once per query shape).
+    Several blocks: each block's scores, concatenated (the small score row, not the keys),
+    one softmax, and the blocks' value products summed — 7 calls a block where an online
+    softmax makes ~16. Every call is a Python-level dispatch costing as much as the small
+    matmuls of a decode step, so the count is what this kernel is made of."""
     import torch
 
+    sdpa = torch.nn.functional.scaled_dot_product_attention
     pk, pv, scale = op.perm_k, op.perm_v, op.scale
     ss, ps, out_shape = op.score_shape, op.prob_shape, op.out_shape
     masked, apply = bool(op.mask), _masker(op, torch)
+    pk_sdpa = (*pk[:-2], pk[-1], pk[-2])  # keys second to last, as SDPA takes them
+    plans: dict[Any, tuple[bool, bool, bool, bool]] = {}
+
+    def plan(q: Any, kb: Any, vb: Any) -> tuple[bool, bool, bool, bool]:
+        """(SDPA applies, scores need reshaping, probabilities do, the output does)."""
+        lead, dv = tuple(q.shape[:-1]), vb.shape[pv[-1]]
+        rs, rp, ro = lead != ss, ps != ss, ps + (dv,) != out_shape
+        batch = {tuple(x.shape[i] for i in perm[:-2]) for x, perm in ((kb, pk), (vb, pv))}
+        fused = not (masked or rs or rp or ro) and q.dim() == len(pv) and (
+            batch == {lead[:-1]})
+        got = plans[(q.shape, vb.shape)] = (fused, rs, rp, ro)
+        return got
 
     def run(q: Any, kbs: Blocks, vbs: Blocks, mbs: Blocks | None = None) -> Any:
-        q = q * scale  # scaling the queries is cheaper than scaling every block's scores
-        mbs = mbs or [(None, 0, 0)] * len(kbs)
-        if len(kbs) == 1:  # one block (a window, or a short history): the fused softmax
-            (kb, s, e), (vb, _, _), (mb, _, _) = kbs[0], vbs[0], mbs[0]
-            sc = apply((q @ kb[s:e].permute(pk)).reshape(ss + (e - s,)),
-                       None if mb is None else mb[s:e])
-            p = torch.softmax(sc, -1).reshape(ps + (e - s,))
-            return (p @ vb[s:e].permute(pv)).reshape(out_shape)
-        m: Any = None
-        l: Any = None
-        o: Any = None
-        for (kb, s, e), (vb, _, _), (mb, _, _) in zip(kbs, vbs, mbs):
-            n = e - s
-            sc = apply((q @ kb[s:e].permute(pk)).reshape(ss + (n,)),
-                       None if mb is None else mb[s:e])
-            bm = sc.amax(-1, keepdim=True)
-            m_new = bm if m is None else torch.maximum(m, bm)
-            off = _safe(torch, m_new) if masked else m_new
-            p = torch.exp(sc - off)
-            pvb = p.reshape(ps + (n,)) @ vb[s:e].permute(pv)
-            if m is None:
-                l, o = p.sum(-1, keepdim=True), pvb
-            else:
-                alpha = torch.exp(m - off)
-                l = l * alpha + p.sum(-1, keepdim=True)
-                o = o * alpha.reshape(ps + (1,)) + pvb
-            m = m_new
-        if o is None:  # an empty range: no keys, the output of an empty matmul
+        if not kbs:  # an empty range: no keys, the output of an empty matmul
             return torch.zeros(out_shape, dtype=q.dtype, device=q.device)
-        return (o / l.reshape(ps + (1,))).reshape(out_shape)
+        vb0 = vbs[0][0]
+        fused, rs, rp, ro = plans.get((q.shape, vb0.shape)) or plan(q, kbs[0][0], vb0)
+        if len(kbs) == 1:  # one block (a window, or a short history)
+            (kb, s, e), (vb, _, _) = kbs[0], vbs[0]
+            if fused:
+                return sdpa(q, kb[s:e].permute(pk_sdpa), vb[s:e].permute(pv), scale=scale)
+            sc = (q * scale) @ kb[s:e].permute(pk)
+            if rs:
+                sc = sc.reshape(ss + (e - s,))
+            if masked:
+                mb, _, _ = mbs[0]  # type: ignore[index]  # masked: the mask's blocks
+                sc = apply(sc, mb[s:e])
+            p = torch.softmax(sc, -1)
+            o = (p.reshape(ps + (e - s,)) if rp else p) @ vb[s:e].permute(pv)
+            return o.reshape(out_shape) if ro else o
+        qs = q * scale
+        scs = []
+        for k, (kb, s, e) in enumerate(kbs):
+            sc = qs @ kb[s:e].permute(pk)
+            if rs:
+                sc = sc.reshape(ss + (e - s,))
+            if masked:
+                mb = mbs[k][0]  # type: ignore[index]  # masked: the mask's blocks
+                sc = apply(sc, mb[s:e])
+            scs.append(sc)
+        p = torch.softmax(torch.cat(scs, -1), -1)
+        o, at = None, 0
+        for (vb, s, e) in vbs:
+            n = e - s
+            pb = p[..., at: at + n]
+            at += n
+            term = (pb.reshape(ps + (n,)) if rp else pb) @ vb[s:e].permute(pv)
+            o = term if o is None else o + term
+        return o.reshape(out_shape) if ro else o
 
     return run
 
