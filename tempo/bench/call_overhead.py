@@ -23,6 +23,7 @@ appended to results/call_overhead.txt.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import time
 from collections.abc import Callable
@@ -90,7 +91,7 @@ def timed_twin(make: Callable[[], Any], acc: list[float]) -> Any:
     try:
         return make()
     finally:
-        TorchBackend.kernel = orig_kernel  # type: ignore[method-assign]
+        TorchBackend.kernel = orig_kernel  # type: ignore[method-assign]  # restored
         regions._CACHE.clear()
         regions._CACHE.update(cache)
 
@@ -184,7 +185,7 @@ def main() -> None:
     print(lines[0], "\n" + lines[1], flush=True)
     for which in args.programs:
         print(f"{which}: compiling ...", flush=True)
-        m = measure(lambda: build(which, args.t))
+        m = measure(functools.partial(build, which, args.t))
         line = (f"{which}: {m['calls']:.0f} calls/run ({m['leaf_calls']:.0f} leaf kernel "
                 f"calls), total {m['total_ms']:.1f} ms, kernels {m['kernel_ms']:.1f} ms CPU; "
                 f"outside kernels {m['outside_us']:.2f} us/call "

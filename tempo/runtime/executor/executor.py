@@ -14,6 +14,7 @@ import torch
 from tempo.core import naming, ops
 from tempo.core.configs import ExecutionConfig
 from tempo.core.errors import BackendError, ShapeError, TempoError
+from tempo.core.ops_region import RegionOp
 from tempo.core.sdg import SDG, TensorId
 from tempo.runtime.backend_registry import DLBackend
 from tempo.runtime.backends.protocol import Backend, Kernel
@@ -21,6 +22,7 @@ from tempo.runtime.block_reads import PointBlocks
 from tempo.runtime.codegen import Ending, Generated, UndefinedPointError, generate
 from tempo.runtime.codegen_charges import SHARING_BACKENDS
 from tempo.runtime.missing import bad_index_error, no_value_error, removed_error
+from tempo.runtime.regions import failing_member
 from tempo.runtime.static_args import bind_bounds
 from tempo.runtime.store_choice import StoreKind, choose
 from tempo.runtime.stores import (
@@ -277,6 +279,8 @@ class PythonExecutor(Executor):
             raise
         except Exception as exc:  # a backend failure: name the op and the user's line
             op = self._failing_op(exc)
+            if isinstance(op, RegionOp):  # name the member that failed, not the region
+                op = failing_member(op, exc)
             if op is None or op.name in ("udf_source", "sink_udf", "map_udf"):
                 raise
             why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
