@@ -62,15 +62,15 @@ class Swapper:
             del self.order[(sid, key)]
             freed += store.evict(key)
 
-    def pressed(self, nbytes: int) -> bool:
-        """Whether the schedule's offload of `nbytes` should run: always without a cap
-        (the plan is what keeps the device small), under a cap only when keeping them
-        leaves less than a `HEADROOM`-th of the cap free. Below that, an offload would
-        only move bytes the device has room for (TD(n)'s idle Adam moments at a few MiB
-        under a 64 MiB cap); the margin is room for the charges that follow (a learner's
-        scratch), and whatever passes it the swapper relieves on demand."""
+    def pressed(self) -> bool:
+        """Whether the schedule's offloads should run: always without a cap (the plan is
+        what keeps the device small), under a cap only when less than a `HEADROOM`-th of
+        the cap is free (the point to offload still counted live). Below that, an offload
+        would only move bytes the device has room for (TD(n)'s idle Adam moments at a few
+        MiB under a 64 MiB cap); the margin is room for the charges that follow (a
+        learner's scratch), and whatever passes it the swapper relieves on demand."""
         cap = self.acct.cap
-        return cap is None or self.acct.live + nbytes > cap - cap // HEADROOM
+        return cap is None or self.acct.live > cap - cap // HEADROOM
 
     def forget(self, store: Evictable, key: Any) -> None:
         self.order.pop((id(store), key), None)
@@ -94,8 +94,7 @@ class SwapStore(TrackedStore):
         """The schedule's offload of point `key`: to the host pool under pressure
         (`Swapper.pressed`), else it stays (and may still go under pressure later)."""
         value = dict.get(self, key)
-        if value is None or isinstance(value, Offloaded) or \
-                not self.swapper.pressed(self.storage(value)[1]):
+        if value is None or isinstance(value, Offloaded) or not self.swapper.pressed():
             return 0
         return self.evict(key)
 

@@ -62,9 +62,7 @@ class SwapBlockStore(BlockStore):
         the device is under pressure (`Swapper.pressed`)."""
         pre, i = self.lay.split(key)
         bkey = (pre, i // self.block)
-        buf = self.bufs.get(bkey)
-        if bkey not in self.complete or buf is None or \
-                not self.swapper.pressed(self.lay.storage(buf)[1]):
+        if bkey not in self.complete or bkey not in self.bufs or not self.swapper.pressed():
             return 0
         return self.evict(bkey)
 
