@@ -80,6 +80,24 @@ class ScanRunner:
         return out
 
 
+def shared_runners() -> Any:
+    """A runner factory that makes one `ScanRunner` per distinct step (source, counters,
+    outputs, reads): the executor's run() and its step-by-step twin (`tick()`) are two
+    generated functions with the same loops, and a segment compiled for one is the
+    other's (one executor's kernels: the same names are the same kernels)."""
+    made: dict[tuple, ScanRunner] = {}
+
+    def runner(source: str, ns: dict[str, Any], counters: list[int], outputs: int = 1,
+               reads: int = 1) -> ScanRunner:
+        key = (source, tuple(counters), outputs, reads)
+        r = made.get(key)
+        if r is None:
+            r = made[key] = ScanRunner(source, ns, counters, outputs, reads)
+        return r
+
+    return runner
+
+
 CHUNK = 16
 """Rows taken per dispatch when a stacked output is written back to point stores."""
 

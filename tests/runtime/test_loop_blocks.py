@@ -170,3 +170,32 @@ def test_a_loop_with_nothing_stacked_runs_as_a_fori_loop(tmp_path: Any) -> None:
     _close(on["last"], off["last"].numpy(), 1e-6)
     forms = {r.form for r in _runners(exe) if r.failed is None}
     assert "fori_loop" in forms
+
+
+def test_step_by_step_runs_reuse_the_compiled_scans(tmp_path: Any) -> None:
+    """`tick()` runs a second generated function (a generator yielding per outer step);
+    its inner loops are the same scans as run()'s, compiled once, with the same results."""
+    iters, n = 3, 8
+
+    def build(iI: Any, tT: Any) -> dict[str, RT]:
+        (i, _), (t, T) = iI, tT
+        s = RT.placeholder((3,), dtypes.float32, domain=(i, t))
+        s[0, 0] = RT.const(np.ones(3, np.float32))
+        s[i, 0] = s[i - 1, T - 1] * 0.5
+        s[i, t + 1] = (RT.const(W) @ s).tanh()
+        return {"s": s, "per_i": s[i, 0:T].sum(0) * 1.0}
+
+    on, off, exe = _both(tmp_path, build, {0: iters, 1: n}, num_dims=2)
+    _close(on["s"], off["s"].numpy(), 1e-6)
+    tid = next(t for t, st in exe.stores.items() if isinstance(st, StackedStore) and st.blocks)
+    whole = np.asarray(exe.get_spatial_tensor(tid, (iters - 1, slice(0, n))))
+    exe.reset()
+    while exe.tick():
+        pass
+    np.testing.assert_array_equal(
+        np.asarray(exe.get_spatial_tensor(tid, (iters - 1, slice(0, n)))), whole)
+    first, again = exe._lowerings[0], exe._lowerings[-1]
+    assert again is not first
+    ids = [{id(r) for rep in low.reports for _, _, r, _ in rep.segments if r is not None}
+           for low in (first, again)]
+    assert ids[0] and ids[0] == ids[1]

@@ -148,12 +148,13 @@ class PythonExecutor(Executor):
         if not (self.cfg.enable_compiled_loops and self.backend.name == "jax"):
             return None
         from tempo.runtime.loops_emit import LoopLowering
-        from tempo.runtime.loops_jax import ScanRunner, rows, stacked_store
+        from tempo.runtime.loops_jax import rows, shared_runners, stacked_store
 
         self._lowerings: list[Any] = []
+        runners = shared_runners()  # run() and tick()'s twin share compiled scans
 
         def make(gen: Any) -> Any:
-            low = LoopLowering(gen, self.schedule.tree, self.bounds, ScanRunner, rows,
+            low = LoopLowering(gen, self.schedule.tree, self.bounds, runners, rows,
                                self.backend, self.stores, stacked_store)
             self._lowerings.append(low)
             return low
