@@ -31,17 +31,17 @@ from tempo.schedule.scheduler import compute_schedule
 PROGRESS_AFTER_S = 2.0
 
 
-def split_endings(sdg: SDG, bounds: Mapping[Symbol, Any] | None,
-                  site: str) -> tuple[dict[Symbol, Any], tuple[Ending, ...]]:
+def split_endings(sdg: SDG, bounds: Mapping[Symbol, Any] | None, site: str,
+                  default_max: int) -> tuple[dict[Symbol, Any], tuple[Ending, ...]]:
     """Integer bounds, and the dimensions a boolean tensor ends: `{T: (max, done)}` runs the
     dimension to at most `max` points and stops after the first point where every element of
-    `done` (a bool tensor over that dimension) is true."""
+    `done` (a bool tensor over that dimension) is true; `{T: done}` (API §1.3, §7.10) is
+    `{T: (default_max, done)}`, the config's `default_dim_upper_bound_size`."""
     ints: dict[Symbol, Any] = {}
     endings: list[Ending] = []
     for k, v in (bounds or {}).items():
         if hasattr(v, "tensor_id"):
-            raise BoundError(f"bound {k} given only as the tensor {v!r}: give its maximum too, "
-                             f"as {{{k}: (max_points, stop_tensor)}}", site=site)
+            v = (default_max, v)
         if not (isinstance(v, tuple) and len(v) == 2 and hasattr(v[1], "tensor_id")):
             ints[k] = v
             continue
@@ -69,7 +69,7 @@ def compile_sdg(
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
     with CompileProgress(PROGRESS_AFTER_S) as progress:
-        ints, endings = split_endings(sdg, bounds, site)
+        ints, endings = split_endings(sdg, bounds, site, cfg.default_dim_upper_bound_size)
         resolved = resolve_bounds(sdg, ints, site)
         progress.start("passes")
         if endings:  # the stop tensors are outputs: nothing may optimise them away

@@ -128,7 +128,8 @@ FIELDS: dict[str, FieldSupport] = {
     **_entries(_U, "per-op executor profiling is not built (tempo.utils has TorchProfiler, "
                "JaxProfiler and Profiler)", "enable_exec_op_profiling",
                "exec_op_profiling_sync_after_each"),
-    **_entries(_U, "no default bound: every bound comes from ctx.compile(bounds)",
+    **_entries(_I, "the most points of a dimension whose bound is given as a bare boolean "
+               "tensor (`ctx.compile({T: done})`; `{T: (max, done)}` sets it per bound)",
                "default_dim_upper_bound_size"),
     **_entries(_U, "the executor runs on one thread, no worker pool", "num_executor_pool_workers"),
     **_entries(_U, "parallel block detection is not built", "enable_parallel_block_detection"),

@@ -5,10 +5,11 @@ not as a wrong result or an isl error three stages later."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from tempo.core import ops
 from tempo.core.errors import TempoError
+from tempo.core.index_expr import Symbol
 from tempo.core.sdg import SDG, Edge, TensorId
 from tempo.core.shape import Shape
 
@@ -86,20 +87,30 @@ def _check_tensors(sdg: SDG, out: list[str]) -> None:
             out.append(f"{op!r} has {n} inputs, its op takes {op.arity}")
 
 
-def _same_shape(a: Shape, b: Shape) -> bool:
+def _same_shape(a: Shape, b: Shape, bounds: Mapping[Symbol, int] | None = None) -> bool:
+    if bounds:
+        a, b = _at_bounds(a, bounds), _at_bounds(b, bounds)
     if a.is_static() and b.is_static():
         return tuple(a) == tuple(b)
     return str(a) == str(b) or a == b
 
 
+def _at_bounds(s: Shape, bounds: Mapping[Symbol, int]) -> Shape:
+    """`s` with the compile-time bounds substituted: a pass that batches over `t` writes
+    its static size `T` where the recorded graph has the symbol (the discount matrix of
+    `rl.gae` is `(T, T)`); both mean the same shape in this compilation."""
+    return s if s.is_static() else Shape.from_(s.try_resolve(bounds))
+
+
 def _check_shapes(sdg: SDG, op: ops.Op, out: list[str]) -> None:
     edges = sdg.in_edges[op.op_id]
-    shapes = [sdg.read_shape(e) for e in edges]
+    bounds = sdg.bound_defs
+    shapes = [_at_bounds(sdg.read_shape(e), bounds) for e in edges]
     dts = [sdg.tensors[e.src].dtype for e in edges]
     have = [sdg.tensors[TensorId(op.op_id, k)] for k in range(op.num_outputs)]
     if isinstance(op, ops.MergeOp):
         for k, (s, dt) in enumerate(zip(shapes, dts)):
-            if not _same_shape(s, op.shape) or dt != op.dtype:
+            if not _same_shape(s, op.shape, bounds) or dt != op.dtype:
                 out.append(f"branch {k} of {op!r} gives {s} {dt}, the recurrence is "
                            f"{op.shape} {op.dtype}")
         return
@@ -113,6 +124,6 @@ def _check_shapes(sdg: SDG, op: ops.Op, out: list[str]) -> None:
         out.append(f"{op!r} no longer fits its inputs {shapes} {dts}: {exc}")
         return
     for k, (info, s, dt) in enumerate(zip(have, want_shapes, want_dts)):
-        if not _same_shape(info.shape, s) or info.dtype != dt:
+        if not _same_shape(info.shape, s, bounds) or info.dtype != dt:
             out.append(f"output {k} of {op!r} is recorded as {info.shape} {info.dtype}, its "
                        f"inputs give {s} {dt}")
