@@ -15,7 +15,8 @@ Recognised exactly (dims, keepdim, eps, scale and mask semantics checked; see
   `xc = x - x.mean(dims, keepdim=True)` over the trailing dims; `xc**2` and
   `xc.square()` too; the affine `* w + b` stays as it is
 - RMS norm  `x * (mean(x * x) + eps)` to the power -1/2, in the same spellings
-- attention: see `lower_fused_attention`.
+- attention: see `lower_fused_attention` (matmul form) and `lower_fused_contract`
+  (broadcast products and sums, as `MultiHeadAttention` records it).
 Not lowered: the unshifted softmax (`x.exp() / x.exp().sum()`, which overflows where the
 fused op does not: not the same function), and variance through `var()` (which the API
 computes as a square of `std()`, not exactly the biased variance).
@@ -227,7 +228,7 @@ def rules() -> dict[str, tuple[tuple[type[ops.Op], ...], LowerFn]]:
         "lower_softmax": ((ops.BinaryOp,), lower_softmax),
         "lower_log_softmax": ((ops.BinaryOp,), lower_log_softmax),
         "lower_norm": ((ops.BinaryOp,), lower_norm),
-        "lower_attention": ((ops.MatMulOp,), lower_attention),
+        "lower_attention": ((ops.MatMulOp, ops.SumOp), lower_attention),
     }
 
 

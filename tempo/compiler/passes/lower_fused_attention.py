@@ -129,6 +129,12 @@ def _fits(m: Match, q: Edge, kt: Edge, v: Edge, scores: ops.Op, mask: Edge | Non
 
 
 def lower_attention(sdg: SDG, op: ops.Op, walk: Walk | None = None) -> bool:
+    """Attention ending at `op`: the matmul form here, the product-and-sum form in
+    `lower_fused_contract`."""
+    if isinstance(op, ops.SumOp):
+        from tempo.compiler.passes.lower_fused_contract import lower_contracted_attention
+
+        return lower_contracted_attention(sdg, op, walk)
     if not isinstance(op, ops.MatMulOp):
         return False
     m = Match(sdg, op, walk)
