@@ -167,6 +167,9 @@ class TempoContext:
                 own = ", ".join(str(v.as_bound()) for v in self.universe.variables) or "none"
                 raise BoundError(f"compile got a value for {k}, which is not a bound of this "
                                  f"TempoContext (its bounds: {own})", site=user_site())
+        from tempo.api.autodiff.backward import check_lowering_config
+
+        check_lowering_config(self, cfg)  # backward() lowered with the context's config
         exe = compile_sdg(self.sdg, cfg, bounds, user_site())
         exe.recorded = self.sdg  # names tensors the compiler removed, when the user reads one
         return exe

@@ -245,3 +245,96 @@ def test_multihead_attention_is_lowered_and_matches_torch(case: str, backend: st
     for lin, ref in zip((m.q_proj, m.k_proj, m.v_proj, m.output_proj), tw):
         torch.testing.assert_close(exe.get_spatial_tensor_torch(lin.w.grad.tensor_id),
                                    ref.grad, rtol=1e-4, atol=1e-4)
+
+
+# ---------------------------------------------------------------- .grad of intermediates
+def _grads_of_intermediates(build: Callable[..., tuple[Any, dict[str, Any]]],
+                            arrays: tuple[np.ndarray, ...], backend: str
+                            ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], list[str]]:
+    """`build` returns (y, named intermediates); their `.grad` under the loss sum(y^3) in
+    Tempo (lowered: the fused kinds y is made of) and with torch's retain_grad."""
+    ctx = TempoContext(_cfg(backend), num_dims=0)
+    with ctx:
+        xs = [RT.const(a, requires_grad=True) for a in arrays]
+        y, mids = build(*xs)
+        (y * y * y).sum().backward()
+    sdg, made, work = ctx.sdg, set(), [y.tensor_id.op_id]
+    while work:
+        i = work.pop()
+        if i not in made:
+            made.add(i)
+            work.extend(e.src.op_id for e in sdg.in_edges[i])
+    fused = sorted(sdg.ops[i].describe() for i in made if isinstance(
+        sdg.ops[i], ops.SoftmaxOp | ops.NormOp | ops.AttentionOp))
+    assert all(v.grad is not None and v._ctx is None for v in mids.values()), mids
+    ctx.sdg.keep.update(v.grad.tensor_id for v in mids.values())
+    exe = ctx.compile({})
+    exe.execute()
+    ours = {k: exe.get_spatial_tensor_torch(v.grad.tensor_id).numpy() for k, v in mids.items()}
+    ts = [torch.from_numpy(a.copy()).requires_grad_(True) for a in arrays]
+    ty, tmids = build(*ts)
+    for v in tmids.values():
+        v.retain_grad()
+    (ty * ty * ty).sum().backward()
+    return ours, {k: v.grad.numpy() for k, v in tmids.items()}, fused
+
+
+def _softmax_parts(x: Any) -> tuple[Any, dict[str, Any]]:
+    z = x - x.max(-1, keepdim=True)[0]
+    e = z.exp()
+    s = e.sum(-1, keepdim=True)
+    return e / s, {"z": z, "e": e, "s": s}
+
+
+def _layer_norm_parts(x: Any) -> tuple[Any, dict[str, Any]]:
+    xc = x - x.mean(-1, keepdim=True)
+    var = (xc * xc).mean(-1, keepdim=True)
+    return xc / (var + 1e-5).sqrt(), {"xc": xc, "var": var}
+
+
+def _attention_parts(q: Any, k: Any, v: Any) -> tuple[Any, dict[str, Any]]:
+    s = (q.unsqueeze(2) * k.unsqueeze(1)).sum(-1) / math.sqrt(E)
+    e = (s - s.max(-1, keepdim=True)[0]).exp()   # a hand-written softmax inside
+    p = e / e.sum(-1, keepdim=True)
+    return (p.unsqueeze(-1) * v.unsqueeze(1)).sum(2), {"s": s, "e": e, "p": p}
+
+
+X6 = _a(2, 3, 6)
+PARTS = {"softmax": (_softmax_parts, (X6,), ["softmax"]),
+         "layer_norm": (_layer_norm_parts, (X6,), ["layer_norm"]),
+         "attention_with_softmax_inside": (_attention_parts, CASES["heads_first"][1],
+                                           ["attention"])}
+
+
+@pytest.mark.parametrize("name,backend", [(n, "torch") for n in PARTS]
+                         + [("attention_with_softmax_inside", b) for b in ("jax", "numpy")])
+def test_intermediates_of_a_lowered_composite_get_their_grad(name: str, backend: str) -> None:
+    """API §3.7: the intermediates keep `.grad` (torch's retain_grad values) although the
+    composite runs as the fused op."""
+    build, arrays, kinds = PARTS[name]
+    ours, want, fused = _grads_of_intermediates(build, arrays, backend)
+    assert fused == kinds, fused
+    for k in want:
+        np.testing.assert_allclose(ours[k], want[k], rtol=1e-4, atol=1e-5, err_msg=k)
+
+
+def test_compile_config_disabling_a_rule_backward_applied_raises() -> None:
+    """backward() lowers with the context's config; compiling under a config that turns
+    that rule off raises (the flag would silently not apply), naming the rule; compiling
+    under one that keeps it on runs."""
+    from tempo.core.errors import UnsupportedError
+
+    ctx = TempoContext(_cfg("torch"), num_dims=0)
+    with ctx:
+        x = RT.const(X6, requires_grad=True)
+        y, _ = _softmax_parts(x)
+        (y * y).sum().backward()
+    other = TempoContext(_cfg("torch", algebraic_optims_to_disable=("lower_softmax",)))
+    with other, pytest.raises(UnsupportedError, match="lower_softmax"):
+        ctx.compile({}, use_active_config=True)
+    same = TempoContext(_cfg("torch", algebraic_optims_to_disable=("lower_norm",)))
+    with same:
+        exe = ctx.compile({}, use_active_config=True)
+    exe.execute()
+    want = torch.from_numpy(X6).softmax(-1)
+    torch.testing.assert_close(exe.get_spatial_tensor_torch(y.tensor_id), want)

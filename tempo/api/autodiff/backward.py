@@ -13,6 +13,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import tempo.prims  # noqa: F401 - registers every primitive's gradient rule
+from tempo.api.autodiff.composite_grads import composite_grads
 from tempo.api.autodiff.errors import GradientError
 from tempo.api.autodiff.grad_rules import grad_rule
 from tempo.api.autodiff.reverse import Validity, reverse_edge
@@ -24,7 +25,7 @@ from tempo.core import index_expr as ie
 from tempo.core import naming, ops
 from tempo.core.domain import Domain
 from tempo.core.dtype import dtypes
-from tempo.core.errors import IndexExprError, ShapeError, TempoError, user_site
+from tempo.core.errors import IndexExprError, ShapeError, TempoError, UnsupportedError, user_site
 from tempo.core.sdg import SDG, Edge, TensorId
 
 if TYPE_CHECKING:
@@ -64,13 +65,46 @@ def backward(x: RT, grad: Any = None) -> None:
             tape.note_leaf(x)
         # hand-written softmax / norms / attention become the fused primitives first, so
         # their closed-form gradients apply (tempo.compiler.passes.lower_fused)
-        lower_before_autodiff(ctx.sdg, ctx.execution_config, frozenset(tape.stopped))
+        lower_before_autodiff(ctx.sdg, ctx.execution_config, frozenset(tape.stopped),
+                              tape.lowered)
         root = x.ident()
         seed = _seed(root, grad)
         bw = _Backward(ctx, root.tensor_id)
         bw.run(seed)
-        tape.release({t: g for t, g in bw.adj.items() if not tape.is_leaf(t)})
+        inner = composite_grads(bw, tape.lowered)  # the lowered composites' intermediates
+        tape.release({t: g for t, g in bw.adj.items() if not tape.is_leaf(t)} | inner)
     x._ctx = None
+
+
+def check_lowering_config(ctx: Any, cfg: Any) -> None:
+    """Called by `compile`: the composites `backward()` lowered must be ones `cfg` lowers.
+
+    `backward()` records the gradient when it is called, before any compile config is
+    known, so it lowers with the context's config (the gradient of a lowered composite is
+    the fused op's closed form; the composite's intermediates are not in it). Compiling
+    under a config that disables a rule backward() applied (`use_active_config=True`, or a
+    config changed after backward()) would run the fused op the config turns off: that
+    raises `UnsupportedError` here rather than silently ignoring the flag. The opposite
+    case is what the flag promises: a rule off at backward() but on at compile lowers
+    every composite it finds whose intermediates nothing else reads — not those whose
+    gradient backward() recorded through their intermediates."""
+    from tempo.compiler.passes.lower_fused import enabled_rules
+
+    tape = getattr(ctx, "_autodiff_tape", None)
+    if tape is None:
+        return
+    on = enabled_rules(cfg)
+    off = sorted({rec.rule for rec in tape.lowered if rec.rule not in on})
+    if off:
+        recs = [r for r in tape.lowered if r.rule in off]
+        where = "; ".join(f"{naming.op_label(r.final, ctx.sdg.names)}" for r in recs[:3])
+        raise UnsupportedError(
+            f"backward() lowered {len(recs)} hand-written composite(s) to fused ops with "
+            f"{', '.join(off)} ({where}), which the compile config disables: the gradient "
+            f"was recorded with the context's config. Set the compile config's "
+            f"enable_algebraic_optimizer / algebraic_optims_to_disable on the TempoContext "
+            f"before calling backward(), or compile with the context's config",
+            site=user_site())
 
 
 def _seed(root: RT, grad: Any) -> RT:

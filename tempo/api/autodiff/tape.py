@@ -14,6 +14,7 @@ if TYPE_CHECKING:
 
     from tempo.api.recurrent_tensor import RecurrentTensor
     from tempo.api.tensor_base import RTBase
+    from tempo.compiler.passes.lower_fused_match import Lowered
 
 _ATTR = "_autodiff_tape"
 
@@ -36,6 +37,8 @@ class Tape:
     # backward). Leafness is a property of the tensor, not of the wrapper: `k[0:t+1]` is a new
     # wrapper without `_ctx` around the non-leaf `k`, and must not cut the chain.
     produced: dict[TensorId, list[weakref.ref[RTBase]]] = field(default_factory=dict)
+    # Composites `backward()` lowered to fused ops (their intermediates still get `.grad`)
+    lowered: list[Lowered] = field(default_factory=list)
 
     def note_input(self, sink: int, sink_in: int, x: RTBase) -> None:
         """Record whether the edge (sink, sink_in), read through wrapper `x`, carries grads."""

@@ -25,14 +25,18 @@ The fused kernels round differently from the composite (within float tolerance, 
 for bit). The rules are algebraic rules (registered in `algebraic_rules.RULES`, so
 `algebraic_optims_to_disable` switches each off by name): the clean-up pass applies them
 to graphs `backward()` did not see (inference programs), and `backward()` applies the
-ones the context's config enables. Intermediates of a lowered composite get no `.grad`.
+ones the context's config enables. The intermediates of a composite `backward()` lowered
+still get their `.grad` (API §3.7): `api/autodiff/composite_grads.py` derives it from the
+fused op's upstream gradient by the composite's own reverse rules, as ops the dead-code
+pass removes unless the user reads that `.grad`.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Protocol
 
-from tempo.compiler.passes.lower_fused_match import Match, Walk
+from tempo.compiler.passes.lower_fused_match import Lowered, Match, Walk
 from tempo.core import ops
 from tempo.core.configs import ExecutionConfig
 from tempo.core.sdg import SDG, Edge, TensorId
@@ -232,22 +236,34 @@ def rules() -> dict[str, tuple[tuple[type[ops.Op], ...], LowerFn]]:
     }
 
 
+def enabled_rules(cfg: ExecutionConfig) -> frozenset[str]:
+    """The names of the lowering rules `cfg` applies."""
+    if not cfg.enable_algebraic_optimizer:
+        return frozenset()
+    return frozenset(rules()) - set(cfg.algebraic_optims_to_disable)
+
+
 def lower_before_autodiff(sdg: SDG, cfg: ExecutionConfig,
-                          stopped: frozenset[tuple[int, int]]) -> int:
+                          stopped: frozenset[tuple[int, int]],
+                          lowered: list[Lowered] | None = None) -> int:
     """Apply the lowering rules `cfg` enables to the recorded graph (in place), respecting
     the edges autodiff will not differentiate (`stopped`); the number of composites
-    lowered. Called by `backward()` so the gradient uses the fused ops' rules."""
-    if not cfg.enable_algebraic_optimizer:
+    lowered, each also appended to `lowered`. Called by `backward()` so the gradient uses
+    the fused ops' rules (and gives the composites' intermediates their `.grad`)."""
+    on = enabled_rules(cfg)
+    if not on:
         return 0
-    off = set(cfg.algebraic_optims_to_disable)
-    table = [(kinds, fn) for name, (kinds, fn) in rules().items() if name not in off]
+    table = [(name, kinds, fn) for name, (kinds, fn) in rules().items() if name in on]
     done, walk = 0, Walk(stopped)
     for op in list(sdg.topological()):
-        for kinds, fn in table:
+        for name, kinds, fn in table:
             current = sdg.ops.get(op.op_id)
             if current is None or not isinstance(current, kinds):
                 continue
             if fn(sdg, current, walk):
+                walk.lowered[-1] = replace(walk.lowered[-1], rule=name)
                 done += 1
                 break
+    if lowered is not None:
+        lowered.extend(walk.lowered)
     return done

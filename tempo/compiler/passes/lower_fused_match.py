@@ -29,13 +29,26 @@ from tempo.core.shape import dims_equal
 O = TypeVar("O", bound=ops.Op)
 
 
+@dataclass(frozen=True)
+class Lowered:
+    """One composite a walk lowered: its final op and reads as they were, and the ops it
+    absorbed (left in the graph, read only by each other, for the dead-code pass): what
+    autodiff needs to give the composite's intermediates a `.grad` (API §3.7)."""
+
+    final: ops.Op
+    reads: tuple[Edge, ...]
+    members: frozenset[int]
+    rule: str = ""  # the rule's `algebraic_optims_to_disable` name
+
+
 @dataclass
 class Walk:
     """What one walk over a graph shares between its matches: the edges autodiff will not
-    differentiate (`detach()`), and the ops earlier lowerings absorbed."""
+    differentiate (`detach()`), the ops earlier lowerings absorbed, and what it lowered."""
 
     stopped: frozenset[tuple[int, int]] = frozenset()
     absorbed: set[int] = field(default_factory=set)
+    lowered: list[Lowered] = field(default_factory=list)
 
 
 class Match:
@@ -43,7 +56,8 @@ class Match:
 
     def __init__(self, sdg: SDG, final: ops.Op, walk: Walk | None) -> None:
         walk = Walk() if walk is None else walk
-        self.sdg, self.final = sdg, final
+        self.sdg, self.final, self.walk = sdg, final, walk
+        self.final_reads = tuple(sorted(sdg.in_edges[final.op_id], key=lambda e: e.sink_in))
         self.stopped, self.absorbed = walk.stopped, walk.absorbed
         self.names = [v.name for v in final.domain.variables]
         self.members: set[int] = {final.op_id}
@@ -215,6 +229,8 @@ class Match:
     def done(self) -> None:
         """The match was lowered: its members are now read only by each other."""
         self.absorbed |= self.members - {self.final.op_id}
+        self.walk.lowered.append(Lowered(self.final, self.final_reads,
+                                         frozenset(self.members - {self.final.op_id})))
 
     def shift_ok(self) -> bool:
         """The max shift's reads are all cut or none is (a partial cut changes the gradient)."""
