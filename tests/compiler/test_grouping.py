@@ -109,6 +109,34 @@ def test_no_region_waits_on_itself(tmp_path: Any) -> None:
         assert not ({"exp", "tanh"} <= kinds), kinds
 
 
+@pytest.mark.parametrize("backend", ["torch", "numpy"])
+def test_a_where_read_by_a_recurrence_and_by_a_batched_op_fuses(backend: str,
+                                                                tmp_path: Any) -> None:
+    """The trivial env's step: `live = t < 4` picks the next state of a recurrence and the
+    reward, which vectorisation batches after the loop. Joining the batched `live` with the
+    batched rewards made a region the loop waits on through `live[t]` while it waits on
+    the loop through `moved[0:T]` (a path that leaves t and comes back: the recurrence's
+    t-1 read cannot break it). It failed with "unknown ops"; now it runs, exactly."""
+    def build(tT: Any) -> dict[str, RT]:
+        t, T = tT
+        s = RT.placeholder((4,), dtypes.float32, domain=(t,))
+        s[0] = RT.zeros((4,), dtypes.float32)
+        moved = (s + _source(t) * 0.5).clip(-1.0, 1.0)
+        live = RT.from_expr(t) < 4
+        s[t + 1] = live.where(moved, s)
+        reward = live.where(-moved.abs(), RT.zeros((4,), dtypes.float32))
+        return {"total": reward[0:T].sum()}
+
+    got, exe = run_once(_cfg(backend, tmp_path), 1, build, {0: T_})
+    state, total = np.zeros(4, np.float32), np.float32(0.0)
+    for k in range(T_):
+        moved = np.clip(state + XS[k] * np.float32(0.5), -1.0, 1.0)
+        if k < 4:
+            state, total = moved, total + (-np.abs(moved)).sum()
+    assert _regions(exe)
+    np.testing.assert_allclose(np.asarray(got["total"]), total, rtol=1e-6)
+
+
 def test_flags_switch_compilation_codegen_and_sizes(tmp_path: Any) -> None:
     want = rnn_and_return_eager()
     runs = {"plain": {}, "eager": {"enable_group_fusions": False},
@@ -192,3 +220,29 @@ def test_torch_compile_waits_until_eager_calls_pay_for_it() -> None:
     fast = regions.after_payback(lambda x: x + 1, compiler, payback_s=0.0)
     assert fast(1) == 2 and compiled == [1]  # the paying call itself ran eagerly
     assert fast(2) == ("compiled", 3) and fast(3) == ("compiled", 4) and compiled == [1]
+
+
+def test_a_region_torch_compile_fails_on_runs_eagerly_with_a_warning(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A body inductor cannot compile (its C++ codegen has failed on some graphs of this
+    torch) runs eagerly, with the reason in a warning; an error of the computation itself
+    still raises (the eager call raises it again)."""
+    from torch._dynamo.exc import TorchDynamoException
+
+    from tempo.prims.region import _torch_compile
+
+    def failing_compile(fn: Any, **_: Any) -> Any:
+        def run(*args: Any) -> Any:
+            raise TorchDynamoException("error: 'tmp34' was not declared in this scope")
+        return run
+
+    monkeypatch.setattr(torch, "compile", failing_compile)
+    fn = _torch_compile(lambda x: torch.tanh(x) * 2.0, "the test region")
+    x = torch.linspace(-1.0, 1.0, 5)
+    with pytest.warns(RuntimeWarning, match="the test region.*tmp34"):
+        got = fn(x)
+    torch.testing.assert_close(got, torch.tanh(x) * 2.0)
+    torch.testing.assert_close(fn(x * 3.0), torch.tanh(x * 3.0) * 2.0)  # eager from now on
+    bad = _torch_compile(lambda a, b: a @ b, "a matmul")
+    with pytest.warns(RuntimeWarning), pytest.raises(RuntimeError, match="shapes"):
+        bad(torch.ones(2, 3), torch.ones(2, 3))

@@ -135,14 +135,19 @@ def find_regions(sdg: SDG, max_size: int, static_only: bool = False) -> list[lis
         _elements(sdg, sdg.tensors[TensorId(i, k)].shape) is None
         for k in range(sdg.ops[i].num_outputs)))}
     need = demands(sdg, order)
-    maybe_zero, _ = zero_distance_oracle(sdg)
+    maybe_zero, interval_of = zero_distance_oracle(sdg)
     succ: dict[int, set[int]] = {i: set() for i in sdg.ops}
     pred: dict[int, set[int]] = {i: set() for i in sdg.ops}
+    cut: set[str] = set()  # variables along which some read was left out of `succ`
     for es in sdg.in_edges.values():
         for e in es:
-            if e.src.op_id != e.sink and maybe_zero(e):
+            if e.src.op_id == e.sink:
+                continue
+            if maybe_zero(e):
                 succ[e.src.op_id].add(e.sink)
                 pred[e.sink].add(e.src.op_id)
+            else:
+                cut.update(n for n, (lo, hi) in interval_of(e).items() if not lo <= 0 <= hi)
     parent = {i: i for i in sdg.ops}
     members: dict[int, list[int]] = {i: [i] for i in sdg.ops}
     cache: dict[tuple[int, tuple[str, ...]], Interval] = {}
@@ -162,7 +167,14 @@ def find_regions(sdg: SDG, max_size: int, static_only: bool = False) -> list[lis
                 if ((e.src.op_id in gb if m in ga else e.src.op_id in ga)
                         and not _joinable(sdg, e, ok)):
                     return False
-        if not (a in succ[b] or detour(succ, a, b) or detour(succ, b, a)):
+        # `succ` leaves out reads that move along a variable every read moves the same way:
+        # no path through one returns to its start along that variable. The regions'
+        # points have no coordinate along a variable they lack, so for them such a path
+        # may well return (it enters the variable and leaves it again: the batched
+        # `t < limit` of E5's env step, read by the recurrence at each t, and the batched
+        # rewards reading every t of the loop); `returns` sums those paths exactly.
+        if not (a in succ[b] or detour(succ, a, b) or detour(succ, b, a)) \
+                and cut <= set(names):
             return True
 
         def dist(e: Edge) -> Interval:

@@ -62,15 +62,12 @@ def step(env: Env, runner: Runner, actions: RecurrentTensor, dom: Domain) -> Ste
     delta = a.clip(-1.0, 1.0) if bool(env.build_ctx.kwargs.get("continuous", True)) \
         else a * 2.0 - 1.0
     moved = (s + delta * STEP_SIZE).clip(-1.0, 1.0)
-    # absorbing past the end: in the recurrence a `where` on t, which fuses with the
-    # step's ops (a placeholder's branches would split the region); the reward, computed
-    # after the loop, takes branches (one `where` feeding both made the grouping pass
-    # form a region the loop and the batched rewards wait on each other through)
-    nxt = (RecurrentTensor.from_expr(t) < limit).where(moved, s)
+    # absorbing past the end: the state holds and the reward is 0 (`where`s on t, which
+    # fuse with the step's ops; a placeholder's branches would split the region)
+    live = RecurrentTensor.from_expr(t) < limit
+    nxt = live.where(moved, s)
     s[tuple(t + 1 if v.struct_eq(t) else v for v in dom.variables)] = nxt
-    reward = RecurrentTensor.placeholder(lead, dtypes.float32, domain=dom)
-    reward[t < limit] = -moved.abs()
-    reward[True] = RecurrentTensor.zeros(lead, dtypes.float32)
+    reward = live.where(-moved.abs(), RecurrentTensor.zeros(lead, dtypes.float32))
     ended = RecurrentTensor.from_expr(t) >= limit - 1
     done = RecurrentTensor.placeholder(lead, dtypes.bool_, domain=dom)  # over the whole step
     done[True] = ended.expand(lead) if lead else ended
