@@ -11,6 +11,7 @@ body jax cannot trace — a kernel that needs concrete values — runs eagerly i
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -56,16 +57,41 @@ def _jit(fn: Kernel) -> Kernel:
     return run
 
 
-def _torch_compile(fn: Kernel) -> Kernel:
+def _torch_compile(fn: Kernel, what: str = "a fused region") -> Kernel:
+    """`torch.compile` of a region body. If dynamo or inductor fail on it (a graph this
+    torch cannot compile: inductor's C++ codegen has failed on some), the region runs
+    eagerly from then on and a warning says why; an error of the computation itself is
+    raised again by the eager call, so it still names the failing member."""
     import torch
+    from torch._dynamo.exc import TorchDynamoException
+    from torch._inductor.exc import InductorError
 
-    return torch.compile(fn, dynamic=False)
+    compiled = torch.compile(fn, dynamic=False)
+    state = {"compiled": True}
+
+    def run(*args: Any) -> Any:
+        if state["compiled"]:
+            try:
+                return compiled(*args)
+            except (TorchDynamoException, InductorError) as exc:
+                state["compiled"] = False
+                why = next((line for line in str(exc).splitlines() if line.strip()),
+                           type(exc).__name__)
+                warnings.warn(f"torch.compile failed on {what}; it runs eagerly instead "
+                              f"({type(exc).__name__}: {why[:300]})", RuntimeWarning,
+                              stacklevel=2)
+        return fn(*args)
+
+    return run
 
 
 def _torch(op: RegionOp, be: Any) -> Kernel:
+    from tempo.core import naming
     from tempo.runtime.regions import after_payback, region_kernel
 
-    return region_kernel(op, be, lambda fn: after_payback(fn, _torch_compile))
+    kinds = ", ".join(dict.fromkeys(m.describe() for m in op.body))
+    what = f"the fused region of {len(op.body)} ops ({kinds}) made by {naming.at_site(op.site)}"
+    return region_kernel(op, be, lambda fn: after_payback(fn, lambda f: _torch_compile(f, what)))
 
 
 def _jax(op: RegionOp, be: Any) -> Kernel:
