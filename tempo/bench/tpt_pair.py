@@ -1,7 +1,7 @@
 """E1's Tempo-vs-Torch-opt ratio measured in one process, runs interleaved (BENCHMARKS.md:
 on a shared machine never trust one absolute time).
 
-`python -m tempo.bench.tpt_pair [--t 256] [--reps 9] [--attn causal,window]` compiles the
+`python -m tempo.bench.tpt_pair [--t 256[,1024]] [--reps 9] [--attn causal,window]` compiles the
 Tempo GPT-2-core system (with the bench's 48 MiB device cap, so Tempo's accountant is on as
 in E1) and builds the Torch-opt baseline on the same weights, then alternates their decodes
 with one torch thread and prints min and median ms per token, their ratios and `uptime`.
@@ -60,16 +60,17 @@ def pair(attn: str, seq_len: int, reps: int) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--t", type=int, default=256, help="decode steps")
+    ap.add_argument("--t", default="256", help="decode steps (comma-separated: one pair each)")
     ap.add_argument("--reps", type=int, default=9, help="interleaved runs of each system")
     ap.add_argument("--attn", default="causal,window", help="causal and/or window")
     args = ap.parse_args()
     torch.set_num_threads(1)
     lines = [f"# {time.strftime('%Y-%m-%d %H:%M:%S')}  {os.popen('uptime').read().strip()}"]
     print(lines[0], flush=True)
-    for attn in args.attn.split(","):
-        lines.append(pair(attn, args.t, args.reps))
-        print(lines[-1], flush=True)
+    for t in (int(x) for x in args.t.split(",")):
+        for attn in args.attn.split(","):
+            lines.append(pair(attn, t, args.reps))
+            print(lines[-1], flush=True)
     lines.append(f"# after: {os.popen('uptime').read().strip()}")
     print(lines[-1], flush=True)
     append_lines("results/tpt_pair.txt", lines)

@@ -6,8 +6,8 @@ window store, chosen whenever it holds fewer points than the block store would:
 
 * a ring of exactly W slots (runtime/stores_ring.py) when every read along the window's
   dim is a point or a tiled read (blocks, §5.4);
-* the compacting store of 2W points (`CircularStore`) when some reader takes the window as
-  one in-order slice (a ring would have to join its two runs at every step).
+* the compacting store of W + W/4 points (`CircularStore`) when some reader takes the
+  window as one in-order slice (a ring would have to join its two runs at every step).
 
 Other slice-read tensors get a block store (blocks of U points); the rest keep point
 stores (codegen makes values consumed where they are made locals). `force` (the config's
@@ -97,19 +97,26 @@ def choose(sdg: SDG, tree: Node, bounds: dict, block: int, circular: bool,
 
 def _window_store(sdg: SDG, tid: TensorId, dim: int, w: int, size: int, u: int,
                   force: bool) -> StoreKind | None:
-    """A ring of W slots, or the compacting store of 2W points when a reader takes the
+    """A ring of W slots, or the compacting store of W + slack points when a reader takes the
     window as one slice, if it holds fewer points than a block store of U would (or
     `force`); None: the block store."""
     if any(isinstance(e.expr[dim], Slice) and e.sink_in not in _blocked(sdg.ops[e.sink])
            for e in sdg.readers(tid)):
         kind = StoreKind("circular", dim, w, size)
-        held = 2 * w
+        held = w + compaction_slack(w)
     else:
         kind = StoreKind("ring", dim, min(w, size), size)
         held = min(w, size)
     # the most blocks W consecutive points can touch, each of U points
     blocks = min(-(-size // u), -(-(u - 1 + w) // u))
     return kind if force or held < blocks * u else None
+
+
+def compaction_slack(w: int) -> int:
+    """Slots beyond W in a compacting window store: it moves W-1 points every slack+1
+    writes (in ceil((W-1)/(slack+1)) copies), so W/4 costs about 4/slack backend calls
+    per write for 25% more memory than the window."""
+    return max(1, -(-w // 4))
 
 
 def _blocked(op: object) -> tuple[int, ...]:

@@ -396,15 +396,18 @@ class BlockStore(RangedStore):
 
 class CircularStore(RangedStore):
     """A sliding window of the last `window` points along one dim, per prefix: a buffer of
-    2W slots written in order; when full, the newest W-1 points move to the front. Every
-    read of at most W trailing points is an in-order view; memory is flat in the bound.
-    The storage choice guarantees writes advance one point at a time per prefix and reads
-    never reach further back than W-1 points behind the newest write."""
+    W + `slack` slots (2W unless given) written in order; when full, the newest W-1 points
+    move to the front (in chunks that never overlap their source, a copy of W-1 points
+    every slack+1 writes). Every read of at most W trailing points is an in-order view;
+    memory is flat in the bound. The storage choice guarantees writes advance one point at
+    a time per prefix and reads never reach further back than W-1 points behind the newest
+    write."""
 
-    def __init__(self, layout: Layout, window: int, block: int | None = None) -> None:
+    def __init__(self, layout: Layout, window: int, block: int | None = None,
+                 slack: int | None = None) -> None:
         super().__init__(layout)  # keyed by prefix; `filled` holds point numbers
         self.window = window
-        self.cap = 2 * window
+        self.cap = window + max(1, window if slack is None else slack)
         self.block = min(block or self.cap, self.cap)  # rows per block of a tiled read
         self.base: dict[tuple, int] = {}   # point held by slot 0
 
@@ -426,15 +429,19 @@ class CircularStore(RangedStore):
         self.filled[pre].add(i)
 
     def _compact(self, pre: tuple, i: int) -> None:
-        """Before writing point `i` past the end: move points i-W+1..i-1 to the front
-        (source and destination never overlap, as the buffer holds 2W points)."""
+        """Before writing point `i` past the end: move points i-W+1..i-1 to the front, in
+        chunks as long as the distance they move (a chunk and its source never overlap:
+        torch refuses overlapping copies)."""
         keep, base = self.window - 1, self.base[pre]
         lo = max(i - keep, base)
         n = base + self.cap - lo  # how many of those the buffer still holds
         if n > 0 and keep:
             front = self.fronts[pre]
-            dst = lo - (i - keep)
-            self.lay.put(front[dst: dst + n], front[lo - base: lo - base + n])
+            dst, src = lo - (i - keep), lo - base
+            step = src - dst  # >= slack + 1
+            for a in range(0, n, step):
+                b = min(n, a + step)
+                self.lay.put(front[dst + a: dst + b], front[src + a: src + b])
         self.base[pre] = i - keep
         live = self.filled[pre]
         for p in [p for p in live if p < i - keep]:

@@ -49,8 +49,9 @@ class RingStore(RangedStore):
         if i > self.newest.get(pre, -1):
             self.newest[pre] = i
 
-    def _check(self, pre: tuple, lo: int, hi: int) -> None:
-        """Raise for a read of points the ring no longer (or does not yet) hold."""
+    def _check(self, pre: tuple, lo: int, hi: int) -> int:
+        """The newest point of `pre`; raises for a read of points the ring no longer (or
+        does not yet) hold."""
         newest = self.newest.get(pre, -1)
         if hi > lo and (lo <= newest - self.window or hi > newest + 1):
             lay = self.lay
@@ -58,6 +59,7 @@ class RingStore(RangedStore):
                 f"{lay.acct.describe(lay.tid)} is read at points {lo}..{hi - 1}, outside the "
                 f"{self.window} newest its ring store keeps (newest: {newest}; an internal "
                 "storage choice error)")
+        return newest
 
     def __getitem__(self, key: tuple) -> Any:
         pre, i = self.lay.split(key)
@@ -93,6 +95,12 @@ class RingStore(RangedStore):
         if front is None:
             raise KeyError((pre, lo))
         V, W, out = self.block, self.window, []
+        if V == W:  # the common case, one block: no loop
+            if self.rotated and hi - lo == W:
+                return [(front, 0, W)]
+            s = lo % W
+            if s + hi - lo <= W:
+                return [(front, s, s + hi - lo)]
         for a, b in self._runs(lo, hi):
             for st in range(a, b, V):
                 at = min(st, W - V)

@@ -20,7 +20,14 @@ from tempo.core.configs import ExecutionConfig
 from tempo.core.dtype import dtypes
 from tempo.core.errors import TempoMemoryError, UnsupportedError
 from tempo.core.sdg import TensorId
-from tempo.runtime.stores import BlockStore, Layout, MemoryAccountant, array_ops, storage_of
+from tempo.runtime.stores import (
+    BlockStore,
+    CircularStore,
+    Layout,
+    MemoryAccountant,
+    array_ops,
+    storage_of,
+)
 from tempo.runtime.stores_ring import RingStore
 
 D = 8
@@ -79,6 +86,27 @@ def test_ring_reads_match_a_full_history_in_W_points(backend: str) -> None:
         ring.read_blocks((), 10, 20)
     ring.pop_range((), 0, 23)
     assert acct.live == W * 6 * 4 and len(ring) == 0
+
+
+@pytest.mark.parametrize("slack", [1, 2, 5])
+@pytest.mark.parametrize("backend", ["torch", "numpy"])
+def test_compacting_store_of_W_plus_slack_keeps_in_order_windows(backend: str, slack: int
+                                                                 ) -> None:
+    """An untiled window read needs its W points as one in-order view: W + slack slots,
+    the newest W-1 moved to the front in non-overlapping chunks when full."""
+    acct = MemoryAccountant(None, str)
+    W = 5
+    s = CircularStore(_layout(backend, acct), W, slack=slack)
+    pts = [np.random.default_rng(k).standard_normal((2, 3)).astype(np.float32)
+           for k in range(31)]
+    for k, p in enumerate(pts):
+        s.write((), k, torch.from_numpy(p) if backend == "torch" else p)
+        lo = max(0, k - W + 1)
+        np.testing.assert_array_equal(np.asarray(s.read_slice((), lo, k + 1)),
+                                      np.stack(pts[lo: k + 1]))
+        if k >= W - 1:
+            s.pop((k - W + 1,))
+    assert acct.live == (W + slack) * 6 * 4
 
 
 def _window_program(cfg: ExecutionConfig, T: int, W: int, reduce: str):  # noqa: ANN202

@@ -24,7 +24,7 @@ from tempo.runtime.codegen_charges import SHARING_BACKENDS
 from tempo.runtime.missing import bad_index_error, no_value_error, removed_error
 from tempo.runtime.regions import failing_member
 from tempo.runtime.static_args import bind_bounds
-from tempo.runtime.store_choice import StoreKind, choose
+from tempo.runtime.store_choice import StoreKind, choose, compaction_slack
 from tempo.runtime.stores import (
     BlockStore,
     CircularStore,
@@ -234,7 +234,8 @@ class PythonExecutor(Executor):
         if kind.kind == "ring":
             return RingStore(lay, kind.size, self.cfg.inc_statify_block_size, kind.rotated)
         if kind.kind == "circular":
-            return CircularStore(lay, kind.size, self.cfg.inc_statify_block_size)
+            return CircularStore(lay, kind.size, self.cfg.inc_statify_block_size,
+                                 compaction_slack(kind.size))
         if swapper is not None:  # tracked; complete blocks may go to the host pool
             return SwapBlockStore(lay, kind.size, swapper, kind.extent)
         if self.tracked:  # every byte counted: points are copied in as they are written
