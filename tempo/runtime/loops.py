@@ -451,11 +451,11 @@ class LoopAnalysis:
                     if kv not in freed.get(tid, set())]
             depth = seg.depth.get(tid, 0)
             tail = [n for n in keep if n >= seg.stop - depth]
-            if tail:
-                seg.last[tid] = tail
             rest = [n for n in keep if n < seg.stop - depth]
-            if rest:
-                seg.stacked[tid] = rest
+            if rest:  # stacked: every iteration's value, the last ones too (one block)
+                seg.stacked[tid] = keep
+            elif tail:  # only the last carries survive: no stacked output
+                seg.last[tid] = tail
         for node, _ in seg.deferred:  # (a local made outside is only dropped after)
             held = [f.tensor for f in walk(node) if isinstance(f, Free)
                     and f.tensor in self.local and f.tensor in seg.producer]

@@ -89,6 +89,11 @@ def test_a_recurrence_read_whole_after_its_loop_is_one_block(tmp_path: Any) -> N
     # h[0] = 1 joined the scan: its branch is the carry's first value
     assert any(a == 0 for a, _ in _scanned(exe))
     assert _blocks(exe)
+    whole = [(tid, b) for tid, st in exe.stores.items() if isinstance(st, StackedStore)
+             for b in st.blocks.get((), ()) if len(b.alive) == b.hi - b.lo]
+    assert whole  # the executor reads a whole block as the array the scan made
+    for tid, b in whole:
+        assert exe.get_spatial_tensor(tid, (slice(b.lo, b.hi),)) is b.arr
 
 
 _XS = __import__("test_compiled_loops").XS

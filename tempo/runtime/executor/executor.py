@@ -36,6 +36,7 @@ from tempo.runtime.stores import (
 )
 from tempo.runtime.stores_deferred import DeferredBlockStore, stack_along
 from tempo.runtime.stores_ring import RingStore
+from tempo.runtime.stores_stacked import StackedStore
 from tempo.runtime.swap import Swapper, SwapStore
 from tempo.runtime.swap_blocks import SwapBlockStore
 from tempo.runtime.udf_check import guard_udf
@@ -353,6 +354,10 @@ class PythonExecutor(Executor):
                 parts.append(points if v.name in kept else _Repeat(len(points)))
             else:
                 parts.append(int(i) if v.name in kept else None)
+        if type(store) is StackedStore:  # a compiled loop's block: the range as it is
+            got = _block_range(store, parts, self.backend.stack)
+            if got is not None:
+                return got
         return self._gather(store, tensor_id, parts, ())
 
     def _bound(self, op: ops.Op, v: Any) -> int:
@@ -425,6 +430,22 @@ class PythonExecutor(Executor):
                 k, n = storage(x)
                 seen[k] = n
         return sum(seen.values())
+
+
+def _block_range(store: StackedStore, parts: list, stack: Any) -> Any:
+    """A read of consecutive points along a jax block store's dim (ints elsewhere) as one
+    range read; None for any other read (gathered point by point)."""
+    rng = [p for p in parts if isinstance(p, list)]
+    if len(rng) != 1 or not all(isinstance(p, int | list) for p in parts):
+        return None
+    pts = rng[0]
+    if not pts or pts != list(range(pts[0], pts[-1] + 1)):
+        return None
+    key = tuple((pts[0], pts[-1] + 1) if isinstance(p, list) else p for p in parts)
+    try:
+        return store.read_range(key, stack)
+    except KeyError:  # a point not stored: the gather names it
+        return None
 
 
 @dataclass(frozen=True)
