@@ -58,7 +58,10 @@ def step(env: Env, runner: Runner, actions: RecurrentTensor, dom: Domain) -> Ste
     first = start.reshape((*lead, math.prod(obs_shape))).index(len(lead), 0)
     s = RecurrentTensor.placeholder(lead, dtypes.float32, domain=dom)
     s[tuple(0 if v.struct_eq(t) else v for v in dom.variables)] = first
-    a = actions.reshape((*lead, -1)).index(len(lead), 0).cast(dtypes.float32)
+    # the action's first element (its only one for the trivial action spaces: one reshape)
+    first_a = actions.reshape(lead) if math.prod(actions.shape[len(lead):]) == 1 \
+        else actions.reshape((*lead, -1)).index(len(lead), 0)
+    a = first_a.cast(dtypes.float32)
     delta = a.clip(-1.0, 1.0) if bool(env.build_ctx.kwargs.get("continuous", True)) \
         else a * 2.0 - 1.0
     moved = (s + delta * STEP_SIZE).clip(-1.0, 1.0)
