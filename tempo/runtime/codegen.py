@@ -12,7 +12,7 @@ from tempo.core import ops
 from tempo.core.errors import TempoError, UnsupportedError
 from tempo.core.index_expr import PY_GLOBALS, IndexSequence, Slice
 from tempo.core.sdg import SDG, Edge, TensorId
-from tempo.runtime.codegen_charges import Charges
+from tempo.runtime.codegen_charges import Charges, fold
 from tempo.runtime.codegen_locals import (
     WriteThrough,
     one_slot_tensors,
@@ -557,6 +557,9 @@ def generate(
     gen.emit(tree, 1)
     if tick is not None:  # a last sample: programs without an outer loop have one too
         gen.lines.append("    mem_tick()")
+    if gen.charges is not None:  # one reservation per statement list of small charges
+        gen.lines, where = fold(gen.lines)
+        gen.line_ops = {where[k - 2] + 2: v for k, v in gen.line_ops.items() if k - 2 in where}
     if steps and _needs_last_step(tree):
         # a last step for statements after the outer loop (or the whole of a program
         # without one); none when the outer loop's own yield was the last thing run, so

@@ -16,6 +16,8 @@ or a recurrence's local taking a stored value, is the store's bytes (counted the
 
 from __future__ import annotations
 
+import re
+
 from tempo.core import ops
 from tempo.core.sdg import SDG, TensorId
 
@@ -99,3 +101,73 @@ class Charges:
         if not out:
             return []
         return [f"{pad}_A.live -= {' + '.join(out)}"]
+
+
+FOLD_BYTES = 256 << 10
+"""Largest excursion `fold` merges into one reservation. Per value a charge costs more
+than a decode step's small kernels (attribute reads and writes on the accountant, a
+comparison); reserving a few KiB for the whole statement list changes nothing a cap or
+the swap could act on, while large values keep their exact charge and credit points."""
+
+_CHARGE = re.compile(r"^( *)_A\.live \+= (\d+)$")
+_CREDIT = re.compile(r"^( *)_A\.live -= (\d+(?: \+ \d+)*)$")
+_EXITS = re.compile(r"^\s*(break|continue|return|yield)\b")
+
+
+def fold(lines: list[str]) -> tuple[list[str], dict[int, int]]:
+    """Merge the static charges and credits of each statement list into one reservation:
+    `_A.live += E` (with the peak check) where its first charge was and `_A.live -= E`
+    where its last credit was, E the highest running sum of its charges in program
+    order, when the list's charges sum to zero (every value it charges is credited in
+    it), E <= FOLD_BYTES and no jump leaves the span. Live bytes then never fall below
+    what the exact charges gave at any line, so the peak stays an upper bound. Returns
+    the new lines and each kept old line's new index."""
+    suites: dict[tuple[int, int], list[tuple[int, int]]] = {}  # (header, indent) -> events
+    stack: list[tuple[int, int]] = []
+    for i, line in enumerate(lines):
+        indent = len(line) - len(line.lstrip(" "))
+        while stack and stack[-1][0] >= indent:
+            stack.pop()
+        header = stack[-1][1] if stack else -1
+        stack.append((indent, i))
+        m = _CHARGE.match(line)
+        if m and i + 2 < len(lines) and lines[i + 1].strip() == "if _A.live > _A.peak:":
+            suites.setdefault((header, indent), []).append((i, int(m.group(2))))
+            continue
+        m = _CREDIT.match(line)
+        if m:
+            delta = -sum(int(x) for x in m.group(2).split(" + "))
+            suites.setdefault((header, indent), []).append((i, delta))
+    drop: set[int] = set()
+    insert: dict[int, str] = {}
+    for (_, indent), events in suites.items():
+        run, top, at = 0, 0, events[0][0]
+        for i, d in events:
+            run += d
+            if run > top:
+                top, at = run, i
+        first, last = events[0][0], events[-1][0]
+        if run != 0 or top > FOLD_BYTES or len(events) < 2 or any(
+                _EXITS.match(lines[k]) for k in range(first, last + 1)):
+            continue
+        for i, d in events:
+            drop.update((i, i + 1, i + 2) if d > 0 else (i,))
+        pad = " " * indent
+        if top:
+            op = _HIGH.match(lines[at + 2])
+            who = f"{op.group(1)}, {op.group(2)}" if op else "-1, 0"
+            insert[first] = (f"{pad}_A.live += {top}\n{pad}if _A.live > _A.peak:\n"
+                             f"{pad}    _A.high({who}, {top})")
+            insert[last] = f"{pad}_A.live -= {top}"
+    out: list[str] = []
+    where: dict[int, int] = {}
+    for i, line in enumerate(lines):
+        if i in insert:
+            out.extend(insert[i].split("\n"))
+        if i not in drop:
+            where[i] = len(out)
+            out.append(line)
+    return out, where
+
+
+_HIGH = re.compile(r"^\s*_A\.high\((-?\d+), (\d+), \d+\)$")
