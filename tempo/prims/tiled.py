@@ -83,6 +83,7 @@ def _torch(op: ops.TiledAttentionOp, be: Any) -> Kernel:
     ss, ps, out_shape = op.score_shape, op.prob_shape, op.out_shape
     masked, apply = bool(op.mask), _masker(op, torch)
     pk_sdpa = (*pk[:-2], pk[-1], pk[-2])  # keys second to last, as SDPA takes them
+    U = op.block
     plans: dict[Any, tuple[bool, bool, bool, bool]] = {}
 
     def plan(q: Any, kb: Any, vb: Any) -> tuple[bool, bool, bool, bool]:
@@ -115,8 +116,8 @@ def _torch(op: ops.TiledAttentionOp, be: Any) -> Kernel:
             return o.reshape(out_shape) if ro else o
         qs = q * scale
         scs = []
-        for k, (kb, s, e) in enumerate(kbs):
-            sc = qs @ kb[s:e].permute(pk)
+        for k, (kb, s, e) in enumerate(kbs):  # (a whole block needs no slice)
+            sc = qs @ (kb if s == 0 and e == U else kb[s:e]).permute(pk)
             if rs:
                 sc = sc.reshape(ss + (e - s,))
             if masked:
@@ -129,7 +130,8 @@ def _torch(op: ops.TiledAttentionOp, be: Any) -> Kernel:
             n = e - s
             pb = p[..., at: at + n]
             at += n
-            term = (pb.reshape(ps + (n,)) if rp else pb) @ vb[s:e].permute(pv)
+            term = (pb.reshape(ps + (n,)) if rp else pb) @ (
+                vb if s == 0 and e == U else vb[s:e]).permute(pv)
             o = term if o is None else o + term
         return o.reshape(out_shape) if ro else o
 
