@@ -5,19 +5,21 @@ program (64 envs x 64 steps, 2x64 MLP, 3 iterations) and the E1 GPT-2-core decod
 reports, in thread CPU time (robust to other processes on a shared machine; one torch
 thread):
 
-- outside: total run time minus the time inside the backend kernels, per call. A kernel
-  is one op's kernel (`tempo.prims`), so a fused region's body function, its error
-  wrapper and everything the generated code does between calls count as outside. The
-  time inside is measured on a twin executor whose leaf kernels are wrapped in a timer
-  (the timer's own cost calibrated and subtracted); the total on the plain executor.
-  Reported per leaf kernel call and per call the generated code makes (a region is one);
-- stub: every call of the generated code replaced by a function returning its recorded
-  output, so the run is only the generated code, stores and frees (the stub calls' own
-  cost, calibrated, subtracted); robust to a loaded machine, unlike the first.
+- outside: the run with every backend kernel stubbed. A kernel is one op's kernel
+  (`tempo.prims`), so a fused region's body function and everything the generated code
+  does between calls (stores, frees, charges, guards) count as outside. A twin executor's
+  leaf kernels first run and keep their first output, then return it at once; the
+  stubs' own cost (calibrated) is subtracted. Reported per call the generated code
+  makes (a region is one) and per leaf kernel call. Tensor allocation and freeing
+  happen inside the kernels, so they count there (the baselines pay them too);
+- stub: the same with the generated code's calls stubbed (regions whole): only the
+  generated code, stores and frees.
 
-As a scale for a loaded machine it also prints the CPU time of one Python dict write
-`d[(i,)] = i` (about 60 ns on an idle core; ~1 µs on this shared VM). Results are
-appended to results/call_overhead.txt.
+Both subtract nothing measured under load from something else measured under load (a
+timer around each kernel, tried first, was off by its calibration error times thousands
+of calls at load 20). As a scale for a loaded machine it also prints the CPU time of one
+Python dict write `d[(i,)] = i` (about 60 ns on an idle core; ~1 µs on this shared VM).
+Results are appended to results/call_overhead.txt.
 """
 
 from __future__ import annotations
@@ -49,42 +51,42 @@ def dict_write_ns(n: int = 200_000) -> float:
     return (_clock() - t) / n * 1e9
 
 
-def _timer(acc: list[float]) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """A wrapper adding each call's thread time to acc[0] and counting it in acc[1]."""
-    def wrap(f: Callable[..., Any]) -> Callable[..., Any]:
-        def timed(*a: Any) -> Any:
-            t = _clock()
-            r = f(*a)
-            acc[0] += _clock() - t
-            acc[1] += 1
-            return r
-        return timed
-    return wrap
+def _stub_cost(n: int = 20_000) -> float:
+    """Seconds one call of a stub (a function returning a kept value) costs."""
+    stub = (lambda v: lambda *a: v)(None)
+    t = _clock()
+    for _ in range(n):
+        stub(n, n, n)
+    return (_clock() - t) / n
 
 
-def _calibrate(wrap: Callable[[Callable[..., Any]], Callable[..., Any]],
-               acc: list[float]) -> float:
-    """What the timer adds inside its own window per call (subtracted from kernel time)."""
-    empty = wrap(lambda: None)
-    acc[:] = [0.0, 0.0]
-    for _ in range(20_000):
-        empty()
-    return acc[0] / acc[1]
-
-
-def timed_twin(make: Callable[[], Any], acc: list[float]) -> Any:
-    """`make()` with every leaf kernel (not a fused region: its members are the leaves)
-    timed into `acc`; fused regions are rebuilt for it (their body cache is set aside)."""
+def leaf_twin(make: Callable[[], Any], state: list[int]) -> Any:
+    """`make()` with every leaf kernel (an op's kernel; a fused region's members are
+    leaves, the region is not) wrapped: with state[0] == 0 it runs and keeps its first
+    output, with 1 it returns that output at once (a stub); state[1] counts calls. Fused
+    regions are rebuilt for the twin (their body cache is set aside)."""
     from tempo.core.ops_region import RegionOp
     from tempo.runtime import regions
     from tempo.runtime.backends.torch import TorchBackend
 
-    wrap = _timer(acc)
     orig_kernel, cache = TorchBackend.kernel, dict(regions._CACHE)
+
+    def leaf(f: Callable[..., Any]) -> Callable[..., Any]:
+        kept: list[Any] = []
+
+        def call(*a: Any) -> Any:
+            state[1] += 1
+            if state[0] and kept:
+                return kept[0]
+            r = f(*a)
+            if not kept:
+                kept.append(r)
+            return r
+        return call
 
     def kernel(self: Any, op: Any) -> Any:
         k = orig_kernel(self, op)
-        return k if isinstance(op, RegionOp) else wrap(k)
+        return k if isinstance(op, RegionOp) else leaf(k)
 
     regions._CACHE.clear()
     TorchBackend.kernel = kernel  # type: ignore[method-assign]  # bench-only patch
@@ -97,37 +99,35 @@ def timed_twin(make: Callable[[], Any], acc: list[float]) -> Any:
 
 
 def measure(make: Callable[[], Any], reps: int = 5) -> dict[str, float]:
-    """Calls per run (of the generated code and of leaf kernels), total and kernel ms (min
-    over reps), µs per call outside the kernels, and the stubbed run's µs per call."""
+    """Calls per run (of the generated code and of leaf kernels), total ms (min over
+    reps), µs per call outside the kernels (leaf kernels stubbed), and µs per call of the
+    generated code and stores alone (its calls stubbed, regions included)."""
     exe = make()
-    acc = [0.0, 0.0]
-    twin = timed_twin(make, acc)
-    cal = _calibrate(_timer(acc), acc)
+    state = [0, 0]
+    twin = leaf_twin(make, state)
     ns, keys = _kernel_names(exe)
     orig = {k: ns[k] for k in keys}
     rec: dict[str, Any] = {}
-    count = [0.0, 0.0]
+    count = [0]
 
     def recorder(name: str, f: Callable[..., Any]) -> Callable[..., Any]:
         def call(*a: Any) -> Any:
             r = f(*a)
-            count[1] += 1
+            count[0] += 1
             rec.setdefault(name, r)
             return r
         return call
 
-    stub_call = (lambda v: lambda *a: v)(None)  # what one stubbed kernel call costs
-    t = _clock()
-    for _ in range(20_000):
-        stub_call(cal, cal, cal)
-    stub_cal = (_clock() - t) / 20_000
+    stub_cal = _stub_cost()
     for k in keys:
         ns[k] = recorder(k, orig[k])
     exe.reset()
     exe.execute()  # records each call's output (for the stubs) and counts the calls
-    calls = count[1]
-    plain, inside, stub = [], [], []
-    leaf_calls = 0.0
+    calls = count[0]
+    twin.reset()
+    twin.execute()  # the leaves keep their outputs
+    state[:] = [1, 0]
+    plain, leaf_stub, stub = [], [], []
     for _ in range(reps):
         for k in keys:
             ns[k] = orig[k]
@@ -136,10 +136,10 @@ def measure(make: Callable[[], Any], reps: int = 5) -> dict[str, float]:
         exe.execute()
         plain.append(_clock() - t)
         twin.reset()
-        acc[:] = [0.0, 0.0]
+        state[1] = 0
+        t = _clock()
         twin.execute()
-        inside.append(acc[0] - cal * acc[1])
-        leaf_calls = acc[1]
+        leaf_stub.append(_clock() - t)
         for k in keys:
             ns[k] = (lambda v: lambda *a: v)(rec[k]) if k in rec else orig[k]
         exe.reset()
@@ -149,11 +149,11 @@ def measure(make: Callable[[], Any], reps: int = 5) -> dict[str, float]:
     for k in keys:
         ns[k] = orig[k]
     exe.reset()
-    tot, kern = min(plain), min(inside)
-    return {"calls": calls, "leaf_calls": leaf_calls, "total_ms": tot * 1e3,
-            "kernel_ms": kern * 1e3, "stub_us": (min(stub) / calls - stub_cal) * 1e6,
-            "outside_us": (tot - kern) / calls * 1e6,
-            "outside_leaf_us": (tot - kern) / leaf_calls * 1e6}
+    leaves = state[1]
+    outside = min(leaf_stub) - leaves * stub_cal
+    return {"calls": calls, "leaf_calls": leaves, "total_ms": min(plain) * 1e3,
+            "outside_ms": outside * 1e3, "stub_us": (min(stub) / calls - stub_cal) * 1e6,
+            "outside_us": outside / calls * 1e6, "outside_leaf_us": outside / leaves * 1e6}
 
 
 def build(which: str, steps: int) -> Any:
@@ -187,10 +187,10 @@ def main() -> None:
         print(f"{which}: compiling ...", flush=True)
         m = measure(functools.partial(build, which, args.t))
         line = (f"{which}: {m['calls']:.0f} calls/run ({m['leaf_calls']:.0f} leaf kernel "
-                f"calls), total {m['total_ms']:.1f} ms, kernels {m['kernel_ms']:.1f} ms CPU; "
-                f"outside kernels {m['outside_us']:.2f} us/call "
-                f"({m['outside_leaf_us']:.2f} per leaf call), generated code + stores alone "
-                f"{m['stub_us']:.2f} us/call")
+                f"calls), total {m['total_ms']:.1f} ms CPU, outside kernels "
+                f"{m['outside_ms']:.1f} ms = {m['outside_us']:.2f} us/call "
+                f"({m['outside_leaf_us']:.2f} per leaf call); generated code + stores "
+                f"alone {m['stub_us']:.2f} us/call")
         print(line, flush=True)
         lines.append(line)
     append_lines("results/call_overhead.txt", lines)
