@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_compiled_loops import W, _both, _close, _scanned, _x  # noqa: E402
+from test_compiled_loops import XS, W, _both, _close, _scanned, _x  # noqa: E402
 
 from tempo.api import RecurrentTensor as RT  # noqa: E402
 from tempo.core.dtype import dtypes  # noqa: E402
@@ -81,7 +81,7 @@ def test_a_recurrence_read_whole_after_its_loop_is_one_block(tmp_path: Any) -> N
     on, off, exe = _both(tmp_path, build, {0: n})
     hs = [np.ones(3, np.float32)]
     for k in range(n - 1):
-        hs.append(np.tanh(W @ hs[-1] + _XS[k]))
+        hs.append(np.tanh(W @ hs[-1] + XS[k]))
     _close(on["h"], np.stack(hs))
     _close(on["total"], np.stack(hs).sum(0))
     for name in on:
@@ -95,8 +95,6 @@ def test_a_recurrence_read_whole_after_its_loop_is_one_block(tmp_path: Any) -> N
     for tid, b in whole:
         assert exe.get_spatial_tensor(tid, (slice(b.lo, b.hi),)) is b.arr
 
-
-_XS = __import__("test_compiled_loops").XS
 
 
 def test_a_loop_counting_down_scans_in_reverse_into_blocks_in_order(tmp_path: Any) -> None:
