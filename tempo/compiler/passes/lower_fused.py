@@ -27,10 +27,11 @@ for bit). The rules are algebraic rules (registered in `algebraic_rules.RULES`, 
 to graphs `backward()` did not see (inference programs), and `backward()` applies the
 ones the context's config enables — it records the gradient before any compile config
 exists; compiling under a config that disables a rule `backward()` applied raises
-(`api/autodiff/backward.check_lowering_config` says why). The intermediates of a composite `backward()` lowered
-still get their `.grad` (API §3.7): `api/autodiff/composite_grads.py` derives it from the
-fused op's upstream gradient by the composite's own reverse rules, as ops the dead-code
-pass removes unless the user reads that `.grad`.
+(`api/autodiff/backward.check_lowering_config` says why). The intermediates of a
+composite `backward()` lowered still get their `.grad` (API §3.7):
+`api/autodiff/composite_grads.py` derives it from the fused op's upstream gradient by the
+composite's own reverse rules, as ops the dead-code pass removes unless the user reads
+that `.grad`.
 """
 
 from __future__ import annotations
