@@ -307,6 +307,13 @@ def backward_of_a_non_scalar(cfg: ExecutionConfig) -> None:
         loss.backward()  # MISTAKE
 
 
+def requires_grad_on_an_integer_leaf(cfg: ExecutionConfig) -> None:
+    ctx, t, T = ctx1(cfg)
+    with ctx:
+        w = RT.const([1, 2, 3], dtype=dtypes.int64, requires_grad=True)  # MISTAKE
+        (w * 2).sum().backward()  # would leave w.grad None
+
+
 def backward_of_a_tensor_without_requires_grad(cfg: ExecutionConfig) -> None:
     ctx, t, T = ctx1(cfg)
     with ctx:
@@ -433,6 +440,7 @@ CASES: list[tuple[Callable[[ExecutionConfig], None], type[Exception], tuple[str,
     (backward_of_a_non_scalar, errors.ShapeError, ("scalar",)),
     (optimizer_step_without_backward, errors.TempoError, (".grad", "backward()")),
     (backward_of_a_tensor_without_requires_grad, errors.TempoError, ("requires_grad",)),
+    (requires_grad_on_an_integer_leaf, errors.DTypeError, ("float", "int64")),
     (source_udf_of_the_wrong_shape, errors.ShapeError, ("(4,)", "(3,)", "source_udf")),
     (source_with_ts_udf_of_the_wrong_dtype, errors.DTypeError, ("int64", "float32")),
     (map_udf_of_the_wrong_shape, errors.ShapeError, ("()", "(3,)", "map_udf")),

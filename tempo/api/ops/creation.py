@@ -10,10 +10,10 @@ import numpy as np
 
 from tempo.api.tensor_base import RTBase, active_ctx, check_symbols, record1, set_name
 from tempo.core import index_expr as ie
-from tempo.core import ops
+from tempo.core import naming, ops
 from tempo.core.domain import Domain, DomainLike
 from tempo.core.dtype import DataType, DataTypeLike, dtypes
-from tempo.core.errors import ShapeError, TempoError, user_site
+from tempo.core.errors import DTypeError, ShapeError, TempoError, user_site
 from tempo.core.shape import Shape, ShapeLike
 
 if TYPE_CHECKING:
@@ -36,6 +36,13 @@ def _domain(domain: DomainLike, fallback_ctx: bool = False) -> Domain:
 
 
 def _with_grad(x: RecurrentTensor, requires_grad: bool | None) -> RecurrentTensor:
+    """Only float tensors take gradients (as in PyTorch): an integer or bool leaf made with
+    `requires_grad=True` would get no `.grad` from any loss, a silent None later."""
+    if requires_grad is True and not dtypes.is_float(x.dtype):
+        raise DTypeError("only float tensors can require grad, but this one is "
+                         f"{naming.dtype_word(x.dtype)}: "
+                         "cast it to a float dtype, or leave requires_grad unset",
+                         site=user_site())
     x.requires_grad = requires_grad
     return x
 
