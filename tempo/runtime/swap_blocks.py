@@ -27,6 +27,7 @@ class SwapBlockStore(BlockStore):
         self.extent = extent  # points along the stored dim: the last block may be short
         self.host: dict[tuple, Offloaded] = {}
         self.complete: set[tuple] = set()  # blocks no write will touch again
+        self.written: dict[tuple, int] = {}  # points written per block not yet complete
 
     # ------------------------------------------------------------ moves
     def _evictable(self, bkey: tuple) -> None:
@@ -54,7 +55,8 @@ class SwapBlockStore(BlockStore):
         acct.swapped += n
         self.host[bkey] = Offloaded(self.swapper.to_host(buf), n)
         del self.bufs[bkey]
-        self.slots[bkey] = [None] * self.block  # views of the old buffer are stale
+        del self.fronts[bkey]  # views of the old buffer are stale
+        self.slots[bkey] = [None] * self.block
         return n
 
     def offload(self, key: tuple) -> int:
@@ -90,6 +92,7 @@ class SwapBlockStore(BlockStore):
         buf = self.swapper.to_device(away.host)
         acct.hold(self.lay.tid, *self.lay.storage(buf))  # may evict other blocks
         self.bufs[bkey] = buf
+        self.fronts[bkey] = self.lay.front(buf)
 
     def _present(self, bkeys: Iterable[tuple]) -> None:
         """Every block of a read on the device: none of them is evicted while the others
@@ -114,9 +117,15 @@ class SwapBlockStore(BlockStore):
         if bkey in self.host:  # evicted early under pressure: written again
             self._present([bkey])
         super().write(pre, i, value)
-        if j == self.block - 1 or i == self.extent - 1:
-            self.complete.add(bkey)
-            self._evictable(bkey)
+        # Complete once every point of the block is written, in whatever order the
+        # loop writes them (a backward recurrence writes the last point first).
+        n = self.written.get(bkey, 0) + 1
+        if n < min(self.block, self.extent - b * self.block):
+            self.written[bkey] = n
+            return
+        self.written.pop(bkey, None)
+        self.complete.add(bkey)
+        self._evictable(bkey)
 
     def __getitem__(self, key: tuple) -> Any:
         pre, i = self.lay.split(key)
@@ -138,6 +147,7 @@ class SwapBlockStore(BlockStore):
     def _forget(self, key: tuple) -> None:
         self.swapper.forget(self, key)
         self.complete.discard(key)
+        self.written.pop(key, None)
         away = self.host.pop(key, None)
         if away is None:
             super()._forget(key)
@@ -152,4 +162,5 @@ class SwapBlockStore(BlockStore):
             self.lay.acct.host_credit(away.nbytes)
         self.host.clear()
         self.complete.clear()
+        self.written.clear()
         super().clear()

@@ -203,3 +203,38 @@ def test_offload_waits_for_a_near_read_of_the_previous_point(cfg) -> None:
     stats = exe.memory_stats()
     assert stats["swapped_bytes"] >= (T - 1) * D * 4
     assert stats["demand_fetched_bytes"] == 0
+
+
+@pytest.mark.parametrize("backend", ["torch", "numpy"])
+@pytest.mark.parametrize("steps", [5, 7])
+def test_swapped_blocks_of_a_backward_recurrence_read_back_their_values(
+        cfg, backend: str, steps: int) -> None:
+    """Returns computed backwards (`g[t] = r[t] + 0.5 g[t+1]`), read whole by a sink, with
+    every block the schedule offloads making its round trip (no cap: the plan runs as
+    placed). A block fetched back must be read from its new buffer — reads from the
+    buffer it left gave 1e21-sized garbage — and a block written last point first is
+    complete only once all its points are written."""
+    import numpy as np
+
+    r_np = np.arange(1, steps + 1, dtype=np.float32)
+    want = np.zeros(steps, np.float32)
+    acc = np.float32(0)
+    for k in reversed(range(steps)):
+        acc = r_np[k] + np.float32(0.5) * acc
+        want[k] = acc
+    from tempo.core.configs import ExecutionConfig
+
+    ctx = TempoContext(ExecutionConfig(dev="cpu", backend=backend, path=cfg.path,
+                                       enable_swap=True, swap_bytes_min=1), num_dims=1)
+    ((t, T_),) = ctx.variables_and_bounds
+    got: list = []
+    with ctx:
+        r = RT.source_with_ts_udf(lambda ts: r_np[ts[t]], (), dtypes.float32, domain=(t,))
+        g = RT.placeholder((), dtypes.float32, domain=(t,))
+        g[T_ - 1] = r[T_ - 1]
+        g[True] = r + 0.5 * g[t + 1]
+        g[0:T_].sink_udf(lambda v: got.append(np.asarray(v).copy()))
+    exe = ctx.compile({T_: steps})
+    exe.execute()
+    assert exe.memory_stats()["swapped_bytes"] > 0  # the blocks did go to the host
+    np.testing.assert_allclose(got[-1], want, rtol=1e-6)
