@@ -6,7 +6,9 @@ vectorisation, so gradients and batching rules never see a region.
 Which ops join: pure kernels (no UDF, recurrence, barrier, random or symbol source; no
 kernel argument that varies with a loop variable; no tensor the user keeps, whose id must
 stay readable), along reads at the same point of the same domain, with the same demand
-(ops that only feed a recurrence branch run only where it reads them). Two groups are
+(ops that only feed a recurrence branch run only where it reads them) and the same
+partial reads upstream (a region runs only where all its members' reads exist, so an op
+computed at every point does not join one whose window read `g[t:t+3]` leaves `0:T`). Two groups are
 joined only when no path leads from one through other ops back to the other at the same
 point (A → X → B with A, B joined and X outside would make the region wait on itself;
 `grouping_cycles`). A region holds at least two ops (one op is already one kernel call)
@@ -20,6 +22,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable
+
+import islpy as isl
 
 from tempo.compiler.passes.grouping_cycles import Interval, edge_distance, returns
 from tempo.core import ops
@@ -123,6 +127,38 @@ def demands(sdg: SDG, order: list[int]) -> dict[int, frozenset[tuple[str, str]] 
     return out
 
 
+def partial_roots(sdg: SDG, order: list[int]) -> dict[int, frozenset[int]]:
+    """For each op, the ops upstream of it (itself included) with a read that may leave
+    its source's domain (`g[t:t+3]` past `T - 1`, `x[t-1]` at t = 0; exactly as the
+    scheduler drops points, isl with the known bounds): the scheduler drops the points of
+    such reads and of everything reading them, and a region loses a point when any member
+    does. Ops join only with equal sets, so no member that must run at a point joins one
+    that cannot (issue: the gradient of `x[max(0,t-2):t+1]`, vectorised)."""
+    from tempo.schedule.isl_program import read_outside
+
+    names = sorted({v.as_bound().name for v in sdg.universe.variables}
+                   | {b.name for b in sdg.bound_defs})
+    fixed = " and ".join(f"{b.name} = {v}" for b, v in sdg.bound_defs.items()
+                         if isinstance(v, int) and not isinstance(v, bool)) or "true"
+    decl = "[" + ", ".join(names) + "]"
+    context = isl.Set(f"{decl} -> {{ : {fixed} }}")
+    out: dict[int, frozenset[int]] = {}
+    for i in order:
+        got: set[int] = set()
+        for e in sdg.in_edges[i]:
+            got |= out.get(e.src.op_id, frozenset())
+            if i in got or not e.expr.members or is_basis(e, sdg):
+                continue
+            try:
+                leaves = not read_outside(sdg, e, decl, context).is_empty()
+            except Exception:  # noqa: BLE001 - not affine: it may leave
+                leaves = True
+            if leaves:
+                got.add(i)
+        out[i] = frozenset(got)
+    return out
+
+
 def find_regions(sdg: SDG, max_size: int, static_only: bool = False) -> list[list[int]]:
     """Groups of op ids (in topological order) to fuse: unions along joinable reads of ops
     with equal demands, never closing a same-point cycle through other ops nor holding a
@@ -135,6 +171,7 @@ def find_regions(sdg: SDG, max_size: int, static_only: bool = False) -> list[lis
         _elements(sdg, sdg.tensors[TensorId(i, k)].shape) is None
         for k in range(sdg.ops[i].num_outputs)))}
     need = demands(sdg, order)
+    drops = partial_roots(sdg, order)
     maybe_zero, interval_of = zero_distance_oracle(sdg)
     succ: dict[int, set[int]] = {i: set() for i in sdg.ops}
     pred: dict[int, set[int]] = {i: set() for i in sdg.ops}
@@ -191,7 +228,8 @@ def find_regions(sdg: SDG, max_size: int, static_only: bool = False) -> list[lis
         if sink not in ok:
             continue
         for e in sdg.in_edges[sink]:
-            if not _joinable(sdg, e, ok) or need[e.src.op_id] != need[sink]:
+            if (not _joinable(sdg, e, ok) or need[e.src.op_id] != need[sink]
+                    or drops[e.src.op_id] != drops[sink]):
                 continue
             a, b = find(e.src.op_id), find(sink)
             if a == b or len(members[a]) + len(members[b]) > max_size:

@@ -23,6 +23,7 @@ from tempo.core.dtype import dtypes
 from tempo.core.index_expr import IndexExpr, IndexSequence
 from tempo.core.op_base import Op
 from tempo.core.sdg import SDG, Edge, TensorId
+from tempo.core.shape import Shape
 
 
 def run(sdg: SDG) -> None:
@@ -107,9 +108,15 @@ def _pad_back(sdg: SDG, op: ops.IndexAddOp) -> None:
     if isinstance(src, ops.ExpandOp):
         g0 = _input(sdg, src.op_id, 0)
         g_shape = tuple(sdg.read_shape(g0))
-        if len(g_shape) != len(out_shape) or g_shape[d] != 1:
+        if len(g_shape) != len(out_shape) or g_shape[d] != 1 or any(
+                j != d and _text(g) not in ("1", _text(o))
+                for j, (g, o) in enumerate(zip(g_shape, out_shape))):
             return
         got = new.masked(g0, start, length, len(out_shape), d)
+        full = tuple(int(x.evaluate(sdg.bound_defs)) if isinstance(x, IndexExpr) else int(x)
+                     for x in out_shape)
+        if tuple(sdg.tensors[got].shape) != full:  # the expand broadcast other dims too
+            got = new.add(ops.ExpandOp, [new.here(got)], shape=Shape.from_(full))
     elif isinstance(src, ops.ScatterAddOp) and src.dim == d and _zeros(
             sdg, _input(sdg, src.op_id, 0)) is not None:
         got = new.scatter(src, start)

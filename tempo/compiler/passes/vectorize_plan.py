@@ -185,7 +185,7 @@ def plan(sdg: SDG, d: Symbol, size: int, cfg: ExecutionConfig) -> Plan:
         found.update({i: c for i, c in got.items() if c is not None})
         scc_of.update({i: scc for i in scc} if cyclic else {})
     _drop_shrinking_gathers(sdg, d, size, found, scc_of)
-    _drop_partial_gathers(sdg, d, over, found, scc_of)
+    _drop_partial_gathers(sdg, d, size, over, found, scc_of)
     return _groups(sdg, d, size, found, cfg)
 
 
@@ -217,10 +217,12 @@ def _drop_shrinking_gathers(sdg: SDG, d: Symbol, size: int,
                 break
 
 
-def _partial(sdg: SDG, d: Symbol, over: list[int]) -> set[int]:
+def _partial(sdg: SDG, d: Symbol, size: int, over: list[int]) -> set[int]:
     """Ops that may run on part of `d` only: they read (outside a recurrence's guarded
-    branches) another point of `d` than their own (`x[t-1]` exists from t = 1), or read
-    such an op at their own point; the scheduler runs them where their reads exist."""
+    branches) another point of `d` than their own (`x[t-1]` exists from t = 1), or a
+    window of `d` that leaves `0:D` at some point (`g[d:d+3]` exists up to d = D - 3,
+    the gradient of a window read `x[max(0,t-2):t+1]`), or read such an op at their own
+    point; the scheduler runs them where their reads exist."""
     out: set[int] = set()
     for i in sdg.topological():
         if i.op_id not in over or isinstance(i, ops.MergeOp):
@@ -230,21 +232,35 @@ def _partial(sdg: SDG, d: Symbol, over: list[int]) -> set[int]:
             if d not in src.domain:
                 continue
             m = e.expr[src.domain.find_variable_index(d)]
-            if e.src.op_id in out or not (is_dim(m, d) or isinstance(m, Slice)
-                                          or not mentions(m, d)):
+            if e.src.op_id in out or not (is_dim(m, d) or not mentions(m, d) or (
+                    isinstance(m, Slice) and _window_in_range(sdg, m, d, size))):
                 out.add(i.op_id)
                 break
     return out
 
 
-def _drop_partial_gathers(sdg: SDG, d: Symbol, over: list[int],
+def _window_in_range(sdg: SDG, m: Slice, d: Symbol, size: int) -> bool:
+    """Whether the window `m` over `d` lies within `0:size` at every point of `d` (an
+    index that does not evaluate there counts as leaving it)."""
+    for p in range(size):
+        values = {**sdg.bound_defs, d: p}
+        try:
+            lo, hi = m.start.evaluate(values), m.stop.evaluate(values)
+        except Exception:  # noqa: BLE001 - another loop variable: not known to be in range
+            return False
+        if not (isinstance(lo, int) and isinstance(hi, int) and 0 <= lo <= hi <= size):
+            return False
+    return True
+
+
+def _drop_partial_gathers(sdg: SDG, d: Symbol, size: int, over: list[int],
                           found: dict[int, tuple[Batching, Pieces | None, list[Read]]],
                           scc_of: dict[int, list[int]]) -> None:
     """A batched op gathers the points of a looping producer over all of `d` (or a shifted
     range): that producer must exist there, so a producer that may run on part of `d`
     only must be batched too (its batched twin computes every point), or its readers
     keep their loop."""
-    partial = _partial(sdg, d, over)
+    partial = _partial(sdg, d, size, over)
     if not partial:
         return
     changed = True
