@@ -557,7 +557,9 @@ def generate(
     gen.emit(tree, 1)
     if tick is not None:  # a last sample: programs without an outer loop have one too
         gen.lines.append("    mem_tick()")
-    if gen.charges is not None:  # one reservation per statement list of small charges
+    if gen.charges is not None and accountant is not None and accountant.cap is None:
+        # one reservation per statement list of small charges; not under a cap, where a
+        # reservation above the exact live bytes would fail (or swap) a program that fits
         gen.lines, where = fold(gen.lines)
         gen.line_ops = {where[k - 2] + 2: v for k, v in gen.line_ops.items() if k - 2 in where}
     if steps and _needs_last_step(tree):
