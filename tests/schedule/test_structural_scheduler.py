@@ -184,7 +184,9 @@ def test_an_mlp_compiles_in_time_linear_in_depth() -> None:
         return time.process_time() - t0
 
     cpu(2)  # warm caches and imports
-    assert cpu(16) < 8 * cpu(4)
+    # the least of two runs each: CPU time still inflates when both cores are contended
+    # (one run of 16 layers took 2.6 s beside the suite's other worker, against 1.0-1.6)
+    assert min(cpu(16), cpu(16)) < 8 * min(cpu(4), cpu(4))
 
 
 def test_a_same_point_cycle_is_reported_without_isl(monkeypatch: pytest.MonkeyPatch) -> None:
