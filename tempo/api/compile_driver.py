@@ -18,6 +18,7 @@ import tempo.prims  # noqa: F401 - registers every primitive's batching, cost an
 from tempo.api.compile_progress import CompileProgress
 from tempo.compiler.bounds import resolve_bounds
 from tempo.compiler.pipeline import run_pipeline
+from tempo.core import naming
 from tempo.core.config_support import check_supported
 from tempo.core.configs import ExecutionConfig
 from tempo.core.dtype import dtypes
@@ -40,7 +41,8 @@ def split_endings(sdg: SDG, bounds: Mapping[Symbol, Any] | None, site: str,
     ints: dict[Symbol, Any] = {}
     endings: list[Ending] = []
     for k, v in (bounds or {}).items():
-        if hasattr(v, "tensor_id"):
+        implicit = hasattr(v, "tensor_id")
+        if implicit:
             v = (default_max, v)
         if not (isinstance(v, tuple) and len(v) == 2 and hasattr(v[1], "tensor_id")):
             ints[k] = v
@@ -56,9 +58,20 @@ def split_endings(sdg: SDG, bounds: Mapping[Symbol, Any] | None, site: str,
         if done.dtype != dtypes.bool_:
             raise BoundError(f"the stop tensor of bound {k} must be bool, got {done.dtype}",
                              site=site)
+        said = _exhausted(sdg, k, done, default_max) if implicit else None
         endings.append(Ending(var.name, k.name, int(v[0]) if isinstance(v[0], int) else -1,
-                              done.tensor_id))
+                              done.tensor_id, said, site))
     return ints, tuple(endings)
+
+
+def _exhausted(sdg: SDG, bound: Symbol, done: Any, maximum: int) -> str:
+    """What a bare boolean bound says when it reaches the config's maximum undone: the run
+    stops there rather than leaving a silently truncated dimension."""
+    stop = naming.tensor_label(sdg, done.tensor_id)
+    return (f"dimension {bound.as_var()} reached its maximum of {maximum} points with its "
+            f"stop tensor ({stop}, the bound {bound}) never true; `{{{bound}: done}}` takes "
+            "the maximum from ExecutionConfig.default_dim_upper_bound_size: raise that, or "
+            f"give the maximum yourself, `{{{bound}: (max, done)}}`, to end there quietly")
 
 
 def compile_sdg(

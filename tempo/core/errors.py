@@ -64,7 +64,8 @@ class DomainError(TempoError, ValueError):
 
 
 class BoundError(TempoError, ValueError):
-    """A missing or invalid bound at compile time."""
+    """A missing or invalid bound at compile time, or a boolean bound that reached the
+    maximum it was not given (`{T: done}` takes `default_dim_upper_bound_size`)."""
 
 
 class ScheduleError(TempoError):

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tempo.core import ops
-from tempo.core.errors import TempoError, UnsupportedError
+from tempo.core.errors import BoundError, TempoError, UnsupportedError
 from tempo.core.index_expr import PY_GLOBALS, IndexSequence, Slice
 from tempo.core.sdg import SDG, Edge, TensorId
 from tempo.runtime.codegen_charges import Charges, fold
@@ -34,6 +34,7 @@ class Generated:
     fn: Callable[[], Iterator[str | None] | None]
     namespace: dict[str, Any] = field(default_factory=dict)
     line_ops: dict[int, int] = field(default_factory=dict)
+    filename: str = "<tempo-generated>"  # the code's name in tracebacks
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,13 @@ class Ending:
     bound: str
     maximum: int
     tensor: TensorId
+    # the BoundError's text when the maximum is reached with no stop (a maximum the user did
+    # not give: `{T: done}` takes the config's); None: the maximum ends the dimension
+    exhausted: str | None = None
+    site: str = ""
+
+    def raise_exhausted(self) -> None:
+        raise BoundError(self.exhausted or "", site=self.site)
 
 
 NOT_ENDED = 1 << 62  # ENDS value while no stop point has been seen
@@ -268,6 +276,9 @@ class CodeGen:
                 self.lines.append(f"{pad}    mem_tick()")
             if self.steps and ind == 1 and _runs_ops(node.body):  # a loop of frees is no step
                 self.lines.append(f"{pad}    yield None")
+            if end is not None and end.exhausted is not None:  # never a silent cap
+                self.lines.append(f"{pad}if ENDS[{end.var!r}] == {NOT_ENDED}:")
+                self.lines.append(f"{pad}    EXHAUSTED[{end.var!r}]()")
             if end is not None:  # code after the loop sees the dimension's real extent
                 self.lines.append(f"{pad}{end.bound} = min({end.bound}, ENDS[{end.var!r}])")
         elif isinstance(node, While):
@@ -573,7 +584,8 @@ def generate(
     ns: dict[str, Any] = dict(PY_GLOBALS)
     ns.update({"read_slices": read_slices, "fetch_slices": fetch_slices, "stack": stack,
                "undefined": undefined, "ended": ended,
-               "ENDS": ends if ends is not None else {}, "mem_tick": tick, "_A": accountant})
+               "ENDS": ends if ends is not None else {}, "mem_tick": tick, "_A": accountant,
+               "EXHAUSTED": {e.var: e.raise_exhausted for e in endings}})
     for tid, store in stores.items():
         ns[store_name(tid)] = store
         if tid in blocked:
@@ -591,6 +603,7 @@ def generate(
     for v in sdg.universe.variables:
         ns[f"SYM_{v.name}"] = v
     source = "\n".join(header + gen.lines) + "\n"
-    code = compile(source, "<tempo-generated>" if not steps else "<tempo-steps>", "exec")
+    filename = "<tempo-generated>" if not steps else "<tempo-steps>"
+    code = compile(source, filename, "exec")
     exec(code, ns)  # noqa: S102 - our own generated source
-    return Generated(source, ns["run"], ns, gen.line_ops)
+    return Generated(source, ns["run"], ns, gen.line_ops, filename)

@@ -83,14 +83,16 @@ def test_nested_dimension_restarts_at_the_maximum() -> None:
 @pytest.mark.parametrize("backend", ["torch", "numpy"])
 def test_a_bare_boolean_tensor_bound_runs_until_done(backend: str) -> None:
     """`ctx.compile({T: done})` as API §1.3 writes it: the loop runs until `done`, at most
-    `default_dim_upper_bound_size` points (the original's default bound of dynamic dims)."""
+    `default_dim_upper_bound_size` points (the original's default bound of dynamic dims);
+    reaching that maximum undone is a BoundError naming the bound and the config field,
+    never a silently truncated dimension."""
     from tempo.core.configs import ExecutionConfig
 
-    def run(limit: float, cap: int) -> list[float]:
+    def run(limit: float, cap: int, seen: list[float] | None = None) -> list[float]:
         cfg = ExecutionConfig(dev="cpu", backend=backend, default_dim_upper_bound_size=cap)
         ctx = TempoContext(cfg, num_dims=1)
         ((t, T),) = ctx.variables_and_bounds
-        seen: list[float] = []
+        seen = [] if seen is None else seen
         with ctx:
             x = RT.placeholder((), dtypes.float32, domain=(t,))
             x[0] = RT.const(0.1)
@@ -107,7 +109,13 @@ def test_a_bare_boolean_tensor_bound_runs_until_done(backend: str) -> None:
             break
         v *= 1.5
     assert run(1.0, 500) == pytest.approx(want, rel=1e-6)
-    assert len(run(1e9, 7)) == 7  # never done: the default maximum ends it
+    assert run(1.0, len(want)) == pytest.approx(want, rel=1e-6)  # done at the last point
+    seen: list[float] = []
+    with pytest.raises(BoundError, match="default_dim_upper_bound_size") as info:
+        run(1e9, 7, seen)  # never done
+    assert "maximum of 7 points" in str(info.value) and "D0" in str(info.value)
+    assert "test_boolean_bounds.py" in str(info.value)  # the compile call's line
+    assert seen == pytest.approx([0.1 * 1.5**k for k in range(7)], rel=1e-6)
 
 
 def test_boolean_bound_errors() -> None:

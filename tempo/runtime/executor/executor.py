@@ -5,8 +5,9 @@ from __future__ import annotations
 import abc
 import functools
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import torch
@@ -47,6 +48,8 @@ from tempo.schedule.swaps import place_swaps
 # Under a device cap with swapping, a block store's block holds at most this share of the
 # cap: blocks are what moves to the host, and a learner reading a range fetches several.
 SWAP_BLOCK_SHARE = 32
+
+_R = TypeVar("_R")
 
 
 class Executor(abc.ABC):
@@ -139,7 +142,8 @@ class PythonExecutor(Executor):
                                 block_reader=self._block_reader, loops=self._loop_lowering())
         self.generated: Generated = gen()
         self._make_steps = lambda: gen(steps=True)
-        self._steps: Any = None
+        self._steps: Iterator[str | None] | None = None
+        self._stepping: Generated = self.generated  # the stepping code of the current run
         timings_ms["codegen"] = (time.perf_counter() - t0) * 1e3
         self._timings = timings_ms
 
@@ -276,12 +280,19 @@ class PythonExecutor(Executor):
     def execute(self) -> None:
         self._executed = True
         self.accountant.reset_run()
+        self._wrapped(self.generated, self.generated.fn)
+
+    def _wrapped(self, gen: Generated, run: Callable[[], _R]) -> _R:
+        """`run()` (a step of `gen`'s code) with backend failures raised as BackendError
+        naming the op and the user's line; TempoErrors and the user's own UDF errors
+        pass as they are. Every entry point (execute, tick, execute_until_barrier) runs
+        generated code through here, so they fail alike."""
         try:
-            self.generated.fn()
-        except TempoError:
+            return run()
+        except (TempoError, StopIteration):
             raise
         except Exception as exc:  # a backend failure: name the op and the user's line
-            op = self._failing_op(exc)
+            op = self._failing_op(gen, exc)
             if isinstance(op, RegionOp):  # name the member that failed, not the region
                 op = failing_member(op, exc)
             if op is None or op.name in ("udf_source", "sink_udf", "map_udf"):
@@ -291,14 +302,15 @@ class PythonExecutor(Executor):
                                f"{naming.op_label(op, self.sdg.names)}: {why}",
                                site=op.site) from exc
 
-    def _failing_op(self, exc: BaseException) -> ops.Op | None:
+    def _failing_op(self, gen: Generated, exc: BaseException) -> ops.Op | None:
+        """The op of the last line of `gen`'s code the traceback passed through."""
         tb = exc.__traceback__
         line = None
         while tb is not None:
-            if tb.tb_frame.f_code.co_filename == "<tempo-generated>":
+            if tb.tb_frame.f_code.co_filename == gen.filename:
                 line = tb.tb_lineno
             tb = tb.tb_next
-        op_id = self.generated.line_ops.get(line) if line is not None else None
+        op_id = gen.line_ops.get(line) if line is not None else None
         return self.sdg.ops.get(op_id) if op_id is not None else None
 
     def reset(self) -> None:
@@ -311,25 +323,40 @@ class PythonExecutor(Executor):
         a = self.accountant
         a.live = sum(ref[0] for ref in a.held.values())
 
-    def tick(self) -> bool:
-        """Run one iteration of the outermost loop; False once the program has finished."""
+    def _step_gen(self) -> Iterator[str | None]:
+        """The stepping generator of the current run (a fresh run after the last ended)."""
         if self._steps is None:
-            self._steps = self._make_steps().fn()
+            self._executed = True
+            self.accountant.reset_run()
+            self._stepping = self._make_steps()
+            steps = self._stepping.fn()
+            assert steps is not None  # generate(steps=True) makes a generator
+            self._steps = steps
+        return self._steps
+
+    def _next_marker(self) -> tuple[bool, str | None]:
+        """(True, the marker) after one more step of the run; (False, None) at its end.
+        A failed step ends the run (the generator is dead): the next starts afresh."""
+        steps = self._step_gen()
         try:
-            next(self._steps)
-            return True
+            return True, self._wrapped(self._stepping, lambda: next(steps))
         except StopIteration:
             self._steps = None
-            return False
+            return False, None
+        except BaseException:
+            self._steps = None
+            raise
+
+    def tick(self) -> bool:
+        """Run one iteration of the outermost loop; False once the program has finished."""
+        return self._next_marker()[0]
 
     def execute_until_barrier(self, name: str) -> None:
         """Run until the barrier op called `name` has executed (or to the end)."""
-        if self._steps is None:
-            self._steps = self._make_steps().fn()
-        for marker in self._steps:
-            if marker == name:
+        while True:
+            more, marker = self._next_marker()
+            if not more or marker == name:
                 return
-        self._steps = None
 
     def get_spatial_tensor(self, tensor_id: TensorId, index: tuple = ()) -> Any:
         if tensor_id not in self.stores:
