@@ -5,21 +5,32 @@ program (64 envs x 64 steps, 2x64 MLP, 3 iterations) and the E1 GPT-2-core decod
 reports, in thread CPU time (robust to other processes on a shared machine; one torch
 thread):
 
-- outside: the run with every backend kernel stubbed. A kernel is one op's kernel
-  (`tempo.prims`), so a fused region's body function and everything the generated code
-  does between calls (stores, frees, charges, guards) count as outside. A twin executor's
-  leaf kernels first run and keep their first output, then return it at once; the
-  stubs' own cost (calibrated) is subtracted. Reported per call the generated code
-  makes (a region is one) and per leaf kernel call. Tensor allocation and freeing
+- outside: the run with every backend kernel stubbed, per LEAF kernel call (the primary
+  number). A leaf kernel is one op's kernel (`tempo.prims`), so a fused region is
+  several (its members; a maximum-minimum pair folded into one torch.clamp is one), and
+  the region's body function and everything the generated code does between calls
+  (stores, frees, charges, guards) count as outside. A twin executor's leaf kernels first
+  run and keep their first output, then return it at once; the stubs' own cost is
+  subtracted, calibrated on the very closure the twin uses. Tensor allocation and freeing
   happen inside the kernels, so they count there (the baselines pay them too);
-- stub: the same with the generated code's calls stubbed (regions whole): only the
-  generated code, stores and frees.
+- store copies: the stores' data movement (a block slot's `copy_`, a deferred block
+  store's `stack` + `copy_` at its first read, `cat` of ranges spanning blocks, `stack`
+  of point ranges) is a backend kernel too, which the baselines pay in their own way: it
+  is counted and stubbed separately, and "outside" is reported with those copies and
+  without them (never hidden in either);
+- stub: the run with the generated code's calls stubbed (regions whole): only the
+  generated code, stores and frees, per call the generated code makes.
 
 Both subtract nothing measured under load from something else measured under load (a
 timer around each kernel, tried first, was off by its calibration error times thousands
 of calls at load 20). As a scale for a loaded machine it also prints the CPU time of one
-Python dict write `d[(i,)] = i` (about 60 ns on an idle core; ~1 µs on this shared VM).
+dict write and one Python call (~80 and ~150 ns here).
 Results are appended to results/call_overhead.txt.
+
+Changed 2026-11-23 (ovhloop): the folded clamps (384 per PPO run) were called outside
+the twin's stubs and so counted outside and not as calls; the stub calibration timed a
+bare lambda, not the twin's closure; the store copies were inside "outside" without a
+word; the "dict write" scale timed a dict growing to 200k keys (~1 µs of page faults).
 """
 
 from __future__ import annotations
@@ -27,6 +38,7 @@ from __future__ import annotations
 import argparse
 import functools
 import os
+import statistics
 import time
 from collections.abc import Callable
 from typing import Any
@@ -43,68 +55,144 @@ def _kernel_names(exe: Any) -> tuple[dict[str, Any], list[str]]:
     return ns, [k for k in ns if k.startswith("k") and k[1:].isdigit()]
 
 
-def dict_write_ns(n: int = 200_000) -> float:
-    d: dict[tuple[int], int] = {}
+def scale_ns(n: int = 100_000) -> tuple[float, float]:
+    """CPU ns of one dict write `d[k] = i` (a 64-key dict, keys made before) and of one
+    Python call of a 3-argument function, each less the bare loop: the machine's speed
+    now. (A write into a dict growing to 200k tuple keys, measured here before, timed
+    the allocation and page faults too: ~1 µs against ~80 ns for the write.)"""
+    keys = [(i % 64,) for i in range(n)]
+    d: dict[tuple[int], int] = {k: 0 for k in keys[:64]}
+
+    def f(a: Any, b: Any, c: Any) -> None:
+        return None
+
     t = _clock()
-    for i in range(n):
-        d[(i,)] = i
-    return (_clock() - t) / n * 1e9
+    for _k in keys:
+        pass
+    bare = _clock() - t
+    t = _clock()
+    for k in keys:
+        d[k] = 1
+    write = _clock() - t - bare
+    t = _clock()
+    for k in keys:
+        f(k, k, k)
+    call = _clock() - t - bare
+    return write / n * 1e9, call / n * 1e9
 
 
-def _stub_cost(n: int = 20_000) -> float:
-    """Seconds one call of a stub (a function returning a kept value) costs."""
-    stub = (lambda v: lambda *a: v)(None)
+def _leaf(f: Callable[..., Any], state: list[int],
+          armed: list[Callable[[], None]]) -> Callable[..., Any]:
+    """`f` counted in state[1]: it runs and keeps its first output until armed (each
+    function in `armed` arms one leaf; the twin arms them after its first run), then
+    returns that output at once (a stub: the least a counted stub can do)."""
+    first: list[Any] = []
+    kept: list[Any] = []
+
+    def call(*a: Any) -> Any:
+        state[1] += 1
+        if kept:
+            return kept[0]
+        r = f(*a)
+        if not first:
+            first.append(r)
+        return r
+    armed.append(lambda: kept.extend(first[:1]))
+    return call
+
+
+def _moved(f: Callable[..., Any], state: list[int]) -> Callable[..., Any]:
+    """A store's data movement `f`, counted in state[2]: run, or (with state[3] == 1 once
+    it has run) a stub returning its first output."""
+    kept: list[Any] = []
+
+    def call(*a: Any) -> Any:
+        state[2] += 1
+        if state[3] and kept:
+            return kept[0]
+        r = f(*a)
+        if not kept:
+            kept.append(r)
+        return r
+    return call
+
+
+def _stub_cost(n: int, bare: bool = False) -> float:
+    """Seconds one call of a stubbed leaf costs: the same closure the twin uses, once it
+    has run (count, check, return the kept output), `n` calls. The machine's speed moves
+    by 2x within seconds here, so each twin run is paired with a calibration run just
+    before it. (A stubbed store copy costs one more list read: not told apart.) `bare`:
+    the bare `lambda *a: v` the "stub" run uses instead."""
+    state: list[int] = [0, 0, 0, 1]
+    armed: list[Callable[[], None]] = []
+    stub = (lambda v: lambda *a: v)(None) if bare else _leaf(lambda *a: None, state, armed)
+    stub(0)
+    for arm in armed:
+        arm()
     t = _clock()
     for _ in range(n):
         stub(n, n, n)
     return (_clock() - t) / n
 
 
-def leaf_twin(make: Callable[[], Any], state: list[int]) -> Any:
-    """`make()` with every leaf kernel (an op's kernel; a fused region's members are
-    leaves, the region is not) wrapped: with state[0] == 0 it runs and keeps its first
-    output, with 1 it returns that output at once (a stub); state[1] counts calls. Fused
-    regions are rebuilt for the twin (their body cache is set aside)."""
+def leaf_twin(make: Callable[[], Any], state: list[int],
+              armed: list[Callable[[], None]]) -> Any:
+    """`make()` with every leaf kernel wrapped by `_leaf` (armed by `armed`; an op's kernel; a fused
+    region's members, a folded clamp included, are leaves, the region is not), and the
+    stores' data movement too (block-slot `copy_`, the deferred stores' `stack`, range
+    `cat`, point-range `stack`: backend kernels the baselines pay as well, counted in
+    state[2]). state = [unused, leaf calls, movement calls, stub movement]. Fused regions
+    are rebuilt for the twin (their body cache is set aside)."""
     from tempo.core.ops_region import RegionOp
     from tempo.runtime import regions
     from tempo.runtime.backends.torch import TorchBackend
+    from tempo.runtime.executor import executor
 
-    orig_kernel, cache = TorchBackend.kernel, dict(regions._CACHE)
-
-    def leaf(f: Callable[..., Any]) -> Callable[..., Any]:
-        kept: list[Any] = []
-
-        def call(*a: Any) -> Any:
-            state[1] += 1
-            if state[0] and kept:
-                return kept[0]
-            r = f(*a)
-            if not kept:
-                kept.append(r)
-            return r
-        return call
+    orig = (TorchBackend.kernel, TorchBackend.stack, regions.clamp_kernel,
+            executor.array_ops, executor.stack_along)
+    cache = dict(regions._CACHE)
 
     def kernel(self: Any, op: Any) -> Any:
-        k = orig_kernel(self, op)
-        return k if isinstance(op, RegionOp) else leaf(k)
+        k = orig[0](self, op)
+        return k if isinstance(op, RegionOp) else _leaf(k, state, armed)
+
+    def moved(f: Callable[..., Any]) -> Callable[..., Any]:
+        return _moved(f, state)
+
+    stack_leaf = moved(lambda be, xs: orig[1](be, xs))
+
+    def stack(self: Any, xs: Any) -> Any:
+        return stack_leaf(self, xs)
+
+    def array_ops(name: str) -> tuple[Callable, Callable, Callable]:
+        select, put, cat = orig[3](name)
+        return select, moved(put), moved(cat)
 
     regions._CACHE.clear()
     TorchBackend.kernel = kernel  # type: ignore[method-assign]  # bench-only patch
+    TorchBackend.stack = stack  # type: ignore[method-assign]  # bench-only patch
+    regions.clamp_kernel = lambda: _leaf(orig[2](), state, armed)
+    executor.array_ops = array_ops  # type: ignore[assignment]  # bench-only patch
+    executor.stack_along = lambda name: moved(orig[4](name))  # type: ignore[assignment]  # bench-only patch
     try:
         return make()
     finally:
-        TorchBackend.kernel = orig_kernel  # type: ignore[method-assign]  # restored
+        TorchBackend.kernel, TorchBackend.stack = orig[0], orig[1]  # type: ignore[method-assign]  # restored
+        regions.clamp_kernel, executor.array_ops, executor.stack_along = orig[2:]
         regions._CACHE.clear()
         regions._CACHE.update(cache)
 
 
-def measure(make: Callable[[], Any], reps: int = 5) -> dict[str, float]:
-    """Calls per run (of the generated code and of leaf kernels), total ms (min over
-    reps), µs per call outside the kernels (leaf kernels stubbed), and µs per call of the
-    generated code and stores alone (its calls stubbed, regions included)."""
+def measure(make: Callable[[], Any], reps: int = 7) -> dict[str, float]:
+    """Calls per run (of the generated code, of leaf kernels, of data movement), total ms
+    (min over reps), the time outside the kernels (leaf kernels stubbed; median over reps
+    of each run less its paired stub cost) with and without the stores' data movement
+    (stubbed too), and µs per call of the generated code and stores alone (its calls
+    stubbed, regions included; median over reps, each less its paired stub cost)."""
     exe = make()
-    state = [0, 0]
-    twin = leaf_twin(make, state)
+    state: list[int] = [0, 0, 0, 0]
+    armed: list[Callable[[], None]] = []
+    twin = leaf_twin(make, state, armed)
     ns, keys = _kernel_names(exe)
     orig = {k: ns[k] for k in keys}
     rec: dict[str, Any] = {}
@@ -118,16 +206,20 @@ def measure(make: Callable[[], Any], reps: int = 5) -> dict[str, float]:
             return r
         return call
 
-    stub_cal = _stub_cost()
     for k in keys:
         ns[k] = recorder(k, orig[k])
     exe.reset()
     exe.execute()  # records each call's output (for the stubs) and counts the calls
     calls = count[0]
     twin.reset()
-    twin.execute()  # the leaves keep their outputs
-    state[:] = [1, 0]
-    plain, leaf_stub, stub = [], [], []
+    twin.execute()  # the leaves keep their first outputs
+    for arm in armed:
+        arm()
+    plain: list[float] = []
+    twins: dict[int, list[float]] = {0: [], 1: []}  # outside, less the paired stub cost
+    stub: list[float] = []
+    cals: list[float] = []
+    counts = {1: (state[1], state[2])}
     for _ in range(reps):
         for k in keys:
             ns[k] = orig[k]
@@ -135,25 +227,35 @@ def measure(make: Callable[[], Any], reps: int = 5) -> dict[str, float]:
         t = _clock()
         exe.execute()
         plain.append(_clock() - t)
-        twin.reset()
-        state[1] = 0
-        t = _clock()
-        twin.execute()
-        leaf_stub.append(_clock() - t)
+        for moves in (0, 1):
+            leaves, moved = counts[1]
+            cal = _stub_cost(leaves + moved)
+            cals.append(cal)
+            state[:] = [1, 0, 0, moves]
+            twin.reset()
+            t = _clock()
+            twin.execute()
+            t = _clock() - t
+            counts[moves] = (state[1], state[2])
+            twins[moves].append(t - (state[1] + state[2]) * cal)  # wrappers: ours
         for k in keys:
             ns[k] = (lambda v: lambda *a: v)(rec[k]) if k in rec else orig[k]
         exe.reset()
+        cal = _stub_cost(calls, bare=True)
         t = _clock()
         exe.execute()
-        stub.append(_clock() - t)
+        stub.append((_clock() - t) / calls - cal)
     for k in keys:
         ns[k] = orig[k]
     exe.reset()
-    leaves = state[1]
-    outside = min(leaf_stub) - leaves * stub_cal
-    return {"calls": calls, "leaf_calls": leaves, "total_ms": min(plain) * 1e3,
-            "outside_ms": outside * 1e3, "stub_us": (min(stub) / calls - stub_cal) * 1e6,
-            "outside_us": outside / calls * 1e6, "outside_leaf_us": outside / leaves * 1e6}
+    leaves, moves = counts[1]
+    with_moves, without = (statistics.median(twins[k]) for k in (0, 1))
+    stub_cal = statistics.median(cals)
+    return {"calls": calls, "leaf_calls": leaves, "moves": moves,
+            "total_ms": min(plain) * 1e3, "outside_ms": with_moves * 1e3,
+            "bare_ms": without * 1e3, "stub_us": statistics.median(stub) * 1e6,
+            "outside_leaf_us": with_moves / leaves * 1e6,
+            "bare_leaf_us": without / leaves * 1e6, "stub_cal_ns": stub_cal * 1e9}
 
 
 def build(which: str, steps: int) -> Any:
@@ -180,17 +282,19 @@ def main() -> None:
     if bad:
         ap.error(f"unknown program {bad[0]!r}: choose ppo or gpt2")
     torch.set_num_threads(1)
+    write, call = scale_ns()
     lines = [f"# {time.strftime('%Y-%m-%d %H:%M:%S')}  {os.popen('uptime').read().strip()}",
-             f"dict write {dict_write_ns():.0f} ns CPU (the machine's speed now)"]
+             f"dict write {write:.0f} ns, Python call {call:.0f} ns CPU (the machine now)"]
     print(lines[0], "\n" + lines[1], flush=True)
     for which in args.programs:
         print(f"{which}: compiling ...", flush=True)
         m = measure(functools.partial(build, which, args.t))
-        line = (f"{which}: {m['calls']:.0f} calls/run ({m['leaf_calls']:.0f} leaf kernel "
-                f"calls), total {m['total_ms']:.1f} ms CPU, outside kernels "
-                f"{m['outside_ms']:.1f} ms = {m['outside_us']:.2f} us/call "
-                f"({m['outside_leaf_us']:.2f} per leaf call); generated code + stores "
-                f"alone {m['stub_us']:.2f} us/call")
+        line = (f"{which}: {m['calls']:.0f} calls/run, {m['leaf_calls']:.0f} leaf kernel "
+                f"calls, {m['moves']:.0f} store copies; total {m['total_ms']:.1f} ms CPU; "
+                f"outside kernels {m['outside_ms']:.1f} ms = {m['outside_leaf_us']:.2f} "
+                f"us/leaf call with store copies, {m['bare_ms']:.1f} ms = "
+                f"{m['bare_leaf_us']:.2f} us/leaf call without; generated code + stores "
+                f"alone {m['stub_us']:.2f} us/call (stub {m['stub_cal_ns']:.0f} ns)")
         print(line, flush=True)
         lines.append(line)
     append_lines("results/call_overhead.txt", lines)

@@ -48,7 +48,11 @@ def test_clip_in_a_region_is_one_clamp_bit_for_bit(tmp_path: Any) -> None:
     got, regs = _run(tmp_path, shared_max=False)
     folded = [r for r in regs if regions.clamp_folds(r)]
     assert folded, "the clip's maximum-minimum pair was not folded"
-    assert "clamp(" in regions.source(folded[0], regions.clamp_folds(folded[0]))
+    folds = regions.clamp_folds(folded[0])
+    lines = regions.source(folded[0], folds).splitlines()
+    (k, (j, reads)), = folds.items()
+    assert lines[j + 1] == "    pass" and len(reads) == 3  # maximum absorbed: x, lo, hi
+    assert regions.clamp_kernel() is torch.clamp
     x = torch.from_numpy(DATA) * 1.5
     want = torch.minimum(torch.maximum(x, torch.tensor(-1.0)), torch.tensor(0.5)) * 3.0
     np.testing.assert_array_equal(np.stack(got), want.numpy())  # NaN in place too
