@@ -43,7 +43,6 @@ from dataclasses import dataclass
 
 from tempo.core.configs import ExecutionConfig, gpu_present
 from tempo.core.device import device
-from tempo.core.dl_backend import DLBackendName
 from tempo.core.errors import UnsupportedError
 
 
@@ -122,7 +121,9 @@ FIELDS: dict[str, FieldSupport] = {
                "windows and points within W of the producer's step, read in its loop) gets "
                "one, even where it saves no memory and for tensors read only at points; "
                "True: window stores only where they hold fewer points than a block store "
-               "(torch and numpy; jax keeps point stores, so False raises there)",
+               "(torch and numpy; jax writes no array in place, and its point stores, freed "
+               "after each point's last read, already hold only a window's points: both "
+               "values give the same bounded stores there)",
                "enable_point_store_fallback"),
     **_entries(_U, "no generated kernels to profile", "profile_codegen_kernels"),
     **_entries(_U, "per-op executor profiling is not built (tempo.utils has TorchProfiler, "
@@ -210,11 +211,9 @@ def check_supported(cfg: ExecutionConfig, site: str) -> None:
     if cfg.torch_compilation_backend not in TORCH_COMPILATION_BACKENDS:
         bad.append(f"torch_compilation_backend={cfg.torch_compilation_backend!r}: one of "
                    f"{', '.join(map(repr, TORCH_COMPILATION_BACKENDS))}")
-    if not cfg.enable_point_store_fallback and (
-            cfg.get_canonical_backend_name() is DLBackendName.JAX or not cfg.enable_gc):
-        bad.append("enable_point_store_fallback=False: window stores need a backend that "
-                   "writes in place (torch, numpy) and enable_gc=True (they keep only the "
-                   "points not yet freed); leave it True")
+    if not cfg.enable_point_store_fallback and not cfg.enable_gc:
+        bad.append("enable_point_store_fallback=False: window stores need enable_gc=True "
+                   "(they keep only the points not yet freed); leave it True")
     if cfg.deterministic and _on_gpu(cfg):
         bad.append("deterministic=True on a GPU: Tempo does not switch the backends to "
                    "deterministic GPU kernels; run with dev='cpu' or deterministic=False")

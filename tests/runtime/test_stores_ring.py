@@ -18,7 +18,7 @@ from tempo.bench.systems.gpt2_tempo import TempoGpt2Decoder
 from tempo.core import index_expr as ie
 from tempo.core.configs import ExecutionConfig
 from tempo.core.dtype import dtypes
-from tempo.core.errors import TempoMemoryError, UnsupportedError
+from tempo.core.errors import TempoMemoryError
 from tempo.core.sdg import TensorId
 from tempo.runtime.stores import (
     BlockStore,
@@ -170,13 +170,3 @@ def test_gpt2_window_decode_from_rings_equals_the_reference(backend: str, U: int
     assert dec.out is not None
     torch.testing.assert_close(dec.out.double(), torch.from_numpy(reference_decode(w, x0, c)),
                                atol=1e-4, rtol=1e-4)
-
-
-def test_forcing_window_stores_needs_a_backend_with_them(cfg) -> None:
-    bad = dataclasses.replace(cfg, backend="jax", enable_point_store_fallback=False)
-    ctx = TempoContext(bad, num_dims=1)
-    (t, TT), = ctx.variables_and_bounds
-    with ctx:
-        RT.ones((2,), domain=(t,)).sink_udf(lambda v: None)
-    with pytest.raises(UnsupportedError, match="enable_point_store_fallback=False"):
-        ctx.compile({TT: 4})

@@ -217,7 +217,10 @@ class PythonExecutor(Executor):
         """Block or window stores where the storage pass found slice reads and the
         backend writes in place; blocks hold `inc_statify_block_size` points. Window
         stores need frees (with enable_gc off every point stays readable);
-        enable_point_store_fallback=False puts one wherever it is legal."""
+        enable_point_store_fallback=False puts one wherever it is legal. jax writes
+        nothing in place: its point stores, freed after each point's last read, hold the
+        same window of points a window store would (tests/runtime/test_store_forcing.py
+        checks its peak is flat in T), so the flag asks for nothing more there."""
         if not self.backend.block_stores:
             return {}
         cfg = self.cfg
