@@ -137,6 +137,34 @@ def test_a_where_read_by_a_recurrence_and_by_a_batched_op_fuses(backend: str,
     np.testing.assert_allclose(np.asarray(got["total"]), total, rtol=1e-6)
 
 
+@pytest.mark.parametrize("backend", ["torch", "jax", "numpy"])
+def test_the_next_state_where_joins_the_step_needed_everywhere(backend: str,
+                                                              tmp_path: Any) -> None:
+    """E5's env step: `moved` is needed at every t (the total reads all of it) while the
+    `where` choosing the next state is demanded only where the recurrence reads it
+    (t < T - 1). The where reads its inputs at its own point, so running it at t = T - 1
+    too is safe: it joins the step's region (one call per step, not two), exactly."""
+    def build(tT: Any) -> dict[str, RT]:
+        t, T = tT
+        s = RT.placeholder((4,), dtypes.float32, domain=(t,))
+        s[0] = RT.zeros((4,), dtypes.float32)
+        moved = (s * 0.9 + _source(t) * 0.5).clip(-1.0, 1.0)
+        live = RT.from_expr(t) < 3
+        s[t + 1] = live.where(moved, moved * 0.0 - 1.0)
+        return {"total": (moved * moved)[0:T].sum()}
+
+    got, exe = run_once(_cfg(backend, tmp_path), 1, build, {0: T_})
+    state, total = np.zeros(4, np.float32), np.float32(0.0)
+    for k in range(T_):
+        moved = np.clip(state * np.float32(0.9) + XS[k] * np.float32(0.5), -1.0, 1.0)
+        total += (moved * moved).sum()
+        state = moved if k < 3 else moved * np.float32(0.0) - 1.0
+    np.testing.assert_allclose(np.asarray(got["total"]), total, rtol=1e-5)
+    bodies = [{m.describe() for m in r.body} for r in _regions(exe)
+              if "d0" in [v.name for v in r.domain.variables]]
+    assert any({"where", "maximum", "minimum"} <= b for b in bodies), bodies
+
+
 def test_flags_switch_compilation_codegen_and_sizes(tmp_path: Any) -> None:
     want = rnn_and_return_eager()
     runs = {"plain": {}, "eager": {"enable_group_fusions": False},

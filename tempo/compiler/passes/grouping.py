@@ -28,13 +28,13 @@ import islpy as isl
 from tempo.compiler.passes.grouping_cycles import Interval, edge_distance, returns
 from tempo.core import ops
 from tempo.core.configs import ExecutionConfig
-from tempo.core.index_expr import IndexSequence
+from tempo.core.index_expr import IndexSequence, Symbol
 from tempo.core.op_base import Op
 from tempo.core.op_bounds import bind_bounds
 from tempo.core.ops_region import REGION_INPUT, Ref, RegionOp
 from tempo.core.sdg import SDG, Edge, TensorId
 from tempo.core.shape import Shape
-from tempo.schedule.grouping import detour, is_basis, zero_distance_oracle
+from tempo.schedule.grouping import INF, detour, is_basis, zero_distance_oracle
 
 NOT_FUSIBLE: tuple[type[Op], ...] = (
     ops.MergeOp, ops.UDFSourceOp, ops.SinkUDFOp, ops.MapUDFOp, ops.BarrierOp, ops.RandOp,
@@ -127,6 +127,37 @@ def demands(sdg: SDG, order: list[int]) -> dict[int, frozenset[tuple[str, str]] 
     return out
 
 
+UNEXTENDABLE: tuple[type[Op], ...] = (
+    ops.UDFSourceOp, ops.MapUDFOp, ops.SinkUDFOp, ops.BarrierOp, ops.RandOp)
+
+
+def extendable(sdg: SDG, order: list[int],
+               need: dict[int, frozenset[tuple[str, str]] | None]) -> dict[int, bool]:
+    """Whether running an op at every point of its domain, not only where its demand asks
+    (see `demands`), is safe: it and every op it reads whose demand is restricted read
+    their inputs at the same point only, unconditionally, and have no effect or RNG. Such
+    an op may join a region that runs everywhere (E5's env `where`, computed for the
+    recurrence's next observation, with the step that also feeds the learner): the extra
+    points read values that exist there, and nothing reads a value of another point that
+    could wait on them (`s[True] = f(s.previous)` computed at t = 0 would)."""
+    out: dict[int, bool] = {}
+    for i in order:
+        op = sdg.ops[i]
+        if need[i] is None:
+            out[i] = True
+        elif isinstance(op, UNEXTENDABLE):
+            out[i] = False
+        else:
+            out[i] = all(e.cond is None and out.get(e.src.op_id, True) and _same_point(sdg, e)
+                         for e in sdg.in_edges[i])
+    return out
+
+
+def _same_point(sdg: SDG, e: Edge) -> bool:
+    return all(isinstance(m, Symbol) and m.name == v.name
+               for v, m in zip(sdg.ops[e.src.op_id].domain.variables, e.expr))
+
+
 def partial_roots(sdg: SDG, order: list[int]) -> dict[int, frozenset[int]]:
     """For each op, the ops upstream of it (itself included) with a read that may leave
     its source's domain (`g[t:t+3]` past `T - 1`, `x[t-1]` at t = 0; exactly as the
@@ -171,22 +202,13 @@ def find_regions(sdg: SDG, max_size: int, static_only: bool = False) -> list[lis
         _elements(sdg, sdg.tensors[TensorId(i, k)].shape) is None
         for k in range(sdg.ops[i].num_outputs)))}
     need = demands(sdg, order)
+    ext = extendable(sdg, order, need)
     drops = partial_roots(sdg, order)
-    maybe_zero, interval_of = zero_distance_oracle(sdg)
-    succ: dict[int, set[int]] = {i: set() for i in sdg.ops}
-    pred: dict[int, set[int]] = {i: set() for i in sdg.ops}
-    cut: set[str] = set()  # variables along which some read was left out of `succ`
-    for es in sdg.in_edges.values():
-        for e in es:
-            if e.src.op_id == e.sink:
-                continue
-            if maybe_zero(e):
-                succ[e.src.op_id].add(e.sink)
-                pred[e.sink].add(e.src.op_id)
-            else:
-                cut.update(n for n, (lo, hi) in interval_of(e).items() if not lo <= 0 <= hi)
+    graphs = _graphs(sdg, {_names(sdg.ops[i]) for i in ok})
     parent = {i: i for i in sdg.ops}
     members: dict[int, list[int]] = {i: [i] for i in sdg.ops}
+    gneed = dict(need)  # a group's demand (a fresh one per group that mixes demands)
+    gext = dict(ext)  # whether all its members may run at more points
     cache: dict[tuple[int, tuple[str, ...]], Interval] = {}
 
     def find(i: int) -> int:
@@ -204,14 +226,14 @@ def find_regions(sdg: SDG, max_size: int, static_only: bool = False) -> list[lis
                 if ((e.src.op_id in gb if m in ga else e.src.op_id in ga)
                         and not _joinable(sdg, e, ok)):
                     return False
-        # `succ` leaves out reads that move along a variable every read moves the same way:
-        # no path through one returns to its start along that variable. The regions'
-        # points have no coordinate along a variable they lack, so for them such a path
-        # may well return (it enters the variable and leaves it again: the batched
-        # `t < limit` of E5's env step, read by the recurrence at each t, and the batched
-        # rewards reading every t of the loop); `returns` sums those paths exactly.
-        if not (a in succ[b] or detour(succ, a, b) or detour(succ, b, a)) \
-                and cut <= set(names):
+        # the graph of the region's variables leaves out reads that move along one of
+        # them that every read moves the same way: no path through one returns to its
+        # start along it. Along a variable the region lacks such a path may well return
+        # (it enters the variable and leaves it again: the batched `t < limit` of E5's
+        # env step, read by the recurrence at each t, and the batched rewards reading
+        # every t of the loop), so those reads stay; `returns` sums paths exactly.
+        succ = graphs[names][0]
+        if not (a in succ[b] or detour(succ, a, b) or detour(succ, b, a)):
             return True
 
         def dist(e: Edge) -> Interval:
@@ -228,24 +250,68 @@ def find_regions(sdg: SDG, max_size: int, static_only: bool = False) -> list[lis
         if sink not in ok:
             continue
         for e in sdg.in_edges[sink]:
-            if (not _joinable(sdg, e, ok) or need[e.src.op_id] != need[sink]
-                    or drops[e.src.op_id] != drops[sink]):
+            if not _joinable(sdg, e, ok) or drops[e.src.op_id] != drops[sink]:
                 continue
             a, b = find(e.src.op_id), find(sink)
             if a == b or len(members[a]) + len(members[b]) > max_size:
                 continue
-            if not joins(a, b, tuple(v.name for v in sdg.ops[sink].domain.variables)):
+            if gneed[a] != gneed[b] and not (gext[a] and gext[b]):
+                continue
+            if not joins(a, b, _names(sdg.ops[sink])):
                 continue
             parent[b] = a
             members[a] += members.pop(b)
-            succ[a] = (succ[a] | succ.pop(b)) - {a, b}
-            pred[a] = (pred[a] | pred.pop(b)) - {a, b}
-            for x in succ[a]:
-                pred[x] = {a if y == b else y for y in pred[x]} - {x}
-            for x in pred[a]:
-                succ[x] = {a if y == b else y for y in succ[x]} - {x}
+            if gneed[a] != gneed[b]:
+                gneed[a] = frozenset({("runs where any member must", str(a))})
+            gext[a] = gext[a] and gext[b]
+            for succ, pred in graphs.values():
+                _merge(succ, pred, a, b)
     rank = {i: k for k, i in enumerate(order)}
     return [sorted(ms, key=rank.__getitem__) for ms in members.values() if len(ms) > 1]
+
+
+Graph = tuple[dict[int, set[int]], dict[int, set[int]]]
+
+
+def _names(op: Op) -> tuple[str, ...]:
+    return tuple(v.name for v in op.domain.variables)
+
+
+def _graphs(sdg: SDG, spaces: set[tuple[str, ...]]) -> dict[tuple[str, ...], Graph]:
+    """For each tuple of a region's variables, the reads (successors, predecessors) that
+    a path returning to the same point of such a region may take: every read but those
+    moving along one of its variables that all reads move the same way (the iteration
+    dim's `w[i-1]`)."""
+    _, interval_of = zero_distance_oracle(sdg)
+    every = [e for es in sdg.in_edges.values() for e in es]
+    edges = [e for e in every if e.src.op_id != e.sink]
+    lows: dict[str, float] = {}
+    highs: dict[str, float] = {}
+    for e in every:
+        for n, (lo, hi) in interval_of(e).items():
+            lows[n], highs[n] = min(lows.get(n, INF), lo), max(highs.get(n, -INF), hi)
+    monotone = {n for n in lows if lows[n] >= 0 or highs[n] <= 0}
+    out: dict[tuple[str, ...], Graph] = {}
+    for names in spaces:
+        along = monotone & set(names)
+        succ: dict[int, set[int]] = {i: set() for i in sdg.ops}
+        pred: dict[int, set[int]] = {i: set() for i in sdg.ops}
+        for e in edges:
+            if all(lo <= 0 <= hi for n, (lo, hi) in interval_of(e).items() if n in along):
+                succ[e.src.op_id].add(e.sink)
+                pred[e.sink].add(e.src.op_id)
+        out[names] = (succ, pred)
+    return out
+
+
+def _merge(succ: dict[int, set[int]], pred: dict[int, set[int]], a: int, b: int) -> None:
+    """Group `b` joined group `a` (representatives)."""
+    succ[a] = (succ[a] | succ.pop(b)) - {a, b}
+    pred[a] = (pred[a] | pred.pop(b)) - {a, b}
+    for x in succ[a]:
+        pred[x] = {a if y == b else y for y in pred[x]} - {x}
+    for x in pred[a]:
+        succ[x] = {a if y == b else y for y in succ[x]} - {x}
 
 
 def fuse(sdg: SDG, members: list[int], cfg: ExecutionConfig) -> RegionOp:

@@ -72,12 +72,13 @@ def _reach(sdg: SDG, start: Iterable[int], members_of: Callable[[int], list[int]
     work = list(start)
     while work:
         x = work.pop()
+        if x in out:
+            continue  # its whole group was added with it
         for m in members_of(x):
-            if m in out:
-                continue
             out.add(m)
             es = sdg.out_edges.get(m, ()) if forward else sdg.in_edges.get(m, ())
-            work.extend(e.sink if forward else e.src.op_id for e in es)
+            work.extend(y for y in (e.sink if forward else e.src.op_id for e in es)
+                        if y not in out)
     return out
 
 

@@ -77,15 +77,18 @@ def mentions(x: IndexExpr | None, d: Symbol) -> bool:
 class Read:
     """How a batched op reads one input along `d`: `free` (the source has no `d`: read as
     before, broadcast), `same` (point `d`: batched), `shift` (point `d + c`: a shifted
-    slice of the batched source, edge-padded where the loop never reads), `at` (the one
-    point `c` for every `d`: unbatched)."""
+    slice of the batched source, edge-padded where the loop never reads), `table` (point
+    `where[d]`, a constant in `0:D` at every point: a clamped shift `x[min(t+1, T-1)]` or
+    `x[max(t-k, 0)]`, read by gathering those points), `at` (the one point `c` for every
+    `d`: unbatched)."""
 
     kind: str
     c: int = 0
+    where: tuple[int, ...] = ()
 
     @property
     def batched(self) -> bool:
-        return self.kind in ("same", "shift")
+        return self.kind in ("same", "shift", "table")
 
 
 FREE, SAME = Read("free"), Read("same")
@@ -119,7 +122,23 @@ def read_kind(sdg: SDG, e: Edge, d: Symbol, size: int, shifts: bool) -> Read | N
             return Read("shift", c)
     except Exception:  # noqa: BLE001 - an index that does not evaluate: not batched
         return None
-    return None
+    where = point_table(sdg, m, d, size)
+    return None if where is None else Read("table", where=where)
+
+
+def point_table(sdg: SDG, m: IndexExpr, d: Symbol, size: int) -> tuple[int, ...] | None:
+    """The point `m` reads along `d` at each of its `size` points, when every one is a
+    compile-time int inside `0:size` (a clamped shift `min(d+1, D-1)`), else None."""
+    out: dict[int, int] = {}
+    for p in sorted(range(size), key=lambda p: 0 < p < size - 1):  # the ends first: a
+        try:  # plain shift leaves `0:size` at one of them
+            v = m.evaluate({**sdg.bound_defs, d: p})
+        except Exception:  # noqa: BLE001 - another loop variable or unbound: not constant
+            return None
+        if not isinstance(v, int) or isinstance(v, bool) or not 0 <= v < size:
+            return None
+        out[p] = v
+    return tuple(out[p] for p in range(size))
 
 
 def _candidate(sdg: SDG, op: ops.Op, d: Symbol, size: int, cfg: ExecutionConfig
@@ -219,7 +238,8 @@ def _drop_shrinking_gathers(sdg: SDG, d: Symbol, size: int,
 
 def _partial(sdg: SDG, d: Symbol, size: int, over: list[int]) -> set[int]:
     """Ops that may run on part of `d` only: they read (outside a recurrence's guarded
-    branches) another point of `d` than their own (`x[t-1]` exists from t = 1), or a
+    branches) another point of `d` than their own that leaves `0:D` at some point
+    (`x[t-1]` exists from t = 1; a clamped `x[max(t-1, 0)]` exists everywhere), or a
     window of `d` that leaves `0:D` at some point (`g[d:d+3]` exists up to d = D - 3,
     the gradient of a window read `x[max(0,t-2):t+1]`), or read such an op at their own
     point; the scheduler runs them where their reads exist."""
@@ -233,7 +253,8 @@ def _partial(sdg: SDG, d: Symbol, size: int, over: list[int]) -> set[int]:
                 continue
             m = e.expr[src.domain.find_variable_index(d)]
             if e.src.op_id in out or not (is_dim(m, d) or not mentions(m, d) or (
-                    isinstance(m, Slice) and _window_in_range(sdg, m, d, size))):
+                    isinstance(m, Slice) and _window_in_range(sdg, m, d, size)) or (
+                    not isinstance(m, Slice) and point_table(sdg, m, d, size) is not None)):
                 out.add(i.op_id)
                 break
     return out

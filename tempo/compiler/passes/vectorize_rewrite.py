@@ -132,11 +132,19 @@ class _Rewriter:
             if read.kind == "shift":
                 where = np.clip(np.arange(self.D) + read.c, 0, self.D - 1)
                 new = self._select(new, twin.domain, where)
+            elif read.kind == "table":
+                new = self._select(new, twin.domain, np.asarray(read.where))
         elif read.kind == "shift":  # gather the points the loop reads, edge-padded
             lo, hi = max(0, read.c), self.D + min(0, read.c)
             expr = e.expr.replace_idx(pos, Slice(ConstInt(lo), ConstInt(hi)))
             new = self._select(Edge(twin.op_id, k, e.src, expr, e.cond, e.site), twin.domain,
                                np.clip(np.arange(self.D) + read.c - lo, 0, hi - lo - 1))
+            before = 0
+        elif read.kind == "table":  # gather the span of points read, then pick each
+            lo, hi = min(read.where), max(read.where) + 1
+            expr = e.expr.replace_idx(pos, Slice(ConstInt(lo), ConstInt(hi)))
+            new = self._select(Edge(twin.op_id, k, e.src, expr, e.cond, e.site), twin.domain,
+                               np.asarray(read.where) - lo)
             before = 0
         else:  # a producer that keeps its loop: gather all D points
             expr = e.expr.replace_idx(pos, Slice(ConstInt(0), ConstInt(self.D)))
