@@ -47,7 +47,7 @@ class RecurrentTensor(
 
     def __setitem__(self, key: Any, value: Any) -> None:
         indexing.setitem(self, key, value)
-        note_branch(self._ctx_mgr, self.tensor_id.op_id, value)
+        note_branch(self._ctx_mgr, self, value)
 
     lift = staticmethod(_lift)
     broadcast_tensors = staticmethod(_broadcast_tensors)

@@ -93,10 +93,15 @@ def note_record(ctx: Any, op_id: int, inputs: Sequence[RTBase],
             tape.note_produced(o, op_id)
 
 
-def note_branch(ctx: Any, merge_id: int, value: Any) -> None:
-    """Hook of placeholder assignment: the new branch edge is cut if the value is detached."""
+def note_branch(ctx: Any, target: RTBase, value: Any) -> None:
+    """Hook of placeholder assignment: the new branch edge is cut if the value is detached.
+
+    A placeholder not declared `requires_grad=True` is differentiated through (API §7.11),
+    so once a branch requires grad the placeholder is an intermediate like any op result:
+    it requires grad and gets `.grad` after `backward()` (API §3.7)."""
     from tempo.api.tensor_base import RTBase
 
+    merge_id = target.tensor_id.op_id
     sdg = ctx.sdg
     k = len(sdg.in_edges[merge_id]) - 1
     tape = tape_of(ctx)
@@ -104,6 +109,9 @@ def note_branch(ctx: Any, merge_id: int, value: Any) -> None:
         tape.stopped.add((merge_id, k))
         return
     tape.note_input(merge_id, k, value)
+    if value.requires_grad is True and target.requires_grad is None:
+        target.requires_grad = True
+        tape.note_produced(target, merge_id)
 
 
 def grad_of(x: RTBase) -> RecurrentTensor | None:

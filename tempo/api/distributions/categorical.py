@@ -48,9 +48,22 @@ class Categorical(Distribution):
         k = rt().lift(x)
         if k.dtype not in (dtypes.int32, dtypes.int64):  # torch kernels index with these only
             k = k.cast(dtypes.default_int)
-        if self.logits.ndim == 1:
-            return self.logits.index(0, k)
-        return self.logits.gather(-1, k.unsqueeze(-1)).squeeze(-1)
+        logits = self.logits
+        if logits.ndim == 1 and k.ndim == 0:
+            return logits.index(0, k)
+        # torch broadcasts the value against the batch shape (a scalar action for logits
+        # (1, K), or sample dims before the batch dims)
+        batch, ks = tuple(logits.shape)[:-1], tuple(k.shape)
+        if ks != batch and all(isinstance(d, int) for d in (*batch, *ks)):
+            try:
+                target = tuple(np.broadcast_shapes(ks, batch))
+            except ValueError:
+                raise TempoError(f"log_prob value of shape {ks} does not broadcast against the "
+                                 f"distribution's batch shape {batch}", site=user_site()) from None
+            k = k.expand(target) if ks != target else k
+            if batch != target:
+                logits = logits.expand((*target, tuple(logits.shape)[-1]))
+        return logits.gather(-1, k.unsqueeze(-1)).squeeze(-1)
 
     def entropy(self) -> RecurrentTensor:
         low = float(np.finfo(dtypes.to_np(self.logits.dtype)).min)  # as torch: 0·log 0 = 0
