@@ -19,7 +19,8 @@ from tempo.runtime.codegen_locals import (
     transient_tensors,
     write_through,
 )
-from tempo.runtime.stores_stacked import StackedStore
+from tempo.runtime.codegen_reads import fetch_slices, read_slices, tiled_point_reads
+from tempo.runtime.loops_split import Invariants, emit_runs, resolved_branches
 from tempo.schedule.tree import Exec, Fetch, Free, If, Loop, Node, Offload, Seq, While
 
 
@@ -71,40 +72,6 @@ def local_name(tid: TensorId) -> str:
     return "v" + store_name(tid)
 
 
-def read_slices(store: dict, parts: tuple, stack: Callable) -> Any:
-    """Gather points of `store`: `parts` holds ints and (lo, hi) ranges; ranges are stacked
-    as leading dims in order. A jax block store (a compiled loop's stacked output) returns
-    the blocks that cover the range as they are."""
-    if type(store) is StackedStore:
-        got = store.read_range(parts, stack)
-        if got is not None:
-            return got
-    return _read_points(store, parts, stack)
-
-
-def _read_points(store: dict, parts: tuple, stack: Callable) -> Any:
-    for k, p in enumerate(parts):
-        if isinstance(p, tuple):
-            lo, hi = p
-            head, rest = parts[:k], parts[k + 1 :]
-            return stack([_read_points(store, head + (i,) + rest, stack)
-                          for i in range(lo, hi)])
-    return store[parts]
-
-
-def fetch_slices(store: Any, parts: tuple, ahead: bool) -> None:
-    """Bring the points of `store` a read of `parts` (ints and (lo, hi) ranges) covers back
-    to the device ahead of the read; points not stored (yet, or outside the bounds) are
-    skipped."""
-    for k, p in enumerate(parts):
-        if isinstance(p, tuple):
-            head, rest = parts[:k], parts[k + 1:]
-            for i in range(p[0], p[1]):
-                fetch_slices(store, head + (i,) + rest, ahead)
-            return
-    store.fetch(parts, ahead)
-
-
 def _runs_ops(node: Node) -> bool:
     """Whether a schedule subtree executes an op (not only frees)."""
     if isinstance(node, Exec):
@@ -150,6 +117,9 @@ class CodeGen:
         self.reading: int = 0  # id of the Exec whose reads are being emitted
         self.loops: Any = None  # lowers loops to compiled ones (runtime/loops_emit.py)
         self.deferred: set[TensorId] = set()  # block stores written through `pending`
+        self.env: dict[str, Any] = {}  # names known when generating (bounds), to split loops
+        self.resolved: dict[str, bool | str] = {}  # conditions the run emitted decides
+        self.inv = Invariants()  # what the `for` loops being emitted bind before them
 
     def plan_locals(self, tree: Node, candidates: set[TensorId], tracked: bool) -> None:
         """Keep the candidates that are consumed where they are made in locals: those
@@ -261,17 +231,22 @@ class CodeGen:
         elif isinstance(node, Loop) and self.loops is not None and \
                 not (ind == 1 and (self.tick or self.steps)) and self.loops.emit(node, ind):
             pass  # lowered (where the body allows) to compiled loops
+        elif isinstance(node, Loop) and not (ind == 1 and (self.tick or self.steps)) and \
+                id(node) not in self.ended_loops and emit_runs(self, node, ind):
+            pass  # as runs of iterations with their conditions decided (loops_split.py)
         elif isinstance(node, Loop):
             step = f", {node.step}" if node.step != 1 else ""
             end = self.ended_loops.get(id(node))
             if end is not None:  # (re)entering: the bound is the maximum until a stop
                 self.lines.append(f"{pad}{end.bound} = {end.maximum}")
                 self.lines.append(f"{pad}ENDS[{end.var!r}] = {NOT_ENDED}")
+            self.inv.open(node.counter, len(self.lines))
             self.lines.append(f"{pad}for {node.counter} in range({node.lo}, {node.hi}{step}):")
             if end is not None:
                 self.lines.append(f"{pad}    if {node.counter} >= ENDS[{end.var!r}]:")
                 self.lines.append(f"{pad}        break")
             self.emit(node.body, ind + 1)
+            self.line_ops = self.inv.close(self.lines, self.line_ops, pad)
             if self.tick and ind == 1:
                 self.lines.append(f"{pad}    mem_tick()")
             if self.steps and ind == 1 and _runs_ops(node.body):  # a loop of frees is no step
@@ -282,12 +257,17 @@ class CodeGen:
             if end is not None:  # code after the loop sees the dimension's real extent
                 self.lines.append(f"{pad}{end.bound} = min({end.bound}, ENDS[{end.var!r}])")
         elif isinstance(node, While):
+            self.inv.assigned(node.counter)
             self.lines.append(f"{pad}{node.counter} = {node.init}")
             self.lines.append(f"{pad}while {node.cond}:")
             self.emit(node.body, ind + 1)
             self.lines.append(f"{pad}    {node.counter} += {node.step}")
+        elif isinstance(node, If) and isinstance(self.resolved.get(node.cond), bool):
+            taken = node.then if self.resolved[node.cond] else node.else_
+            if taken is not None:  # decided over the run of a split loop being emitted
+                self.emit(taken, ind)
         elif isinstance(node, If):
-            self.lines.append(f"{pad}if {node.cond}:")
+            self.lines.append(f"{pad}if {self.resolved.get(node.cond, node.cond)}:")
             self.emit(node.then, ind + 1)
             if node.else_ is not None:
                 self.lines.append(f"{pad}else:")
@@ -473,9 +453,10 @@ class CodeGen:
     def write(self, tid: TensorId, pre: str, at: str, value: str) -> str:
         """A block or window store's write of point `at` of prefix `pre`: a deferred store
         takes the value into its pending dict (no Python call), others copy it in."""
-        if tid in self.deferred:
-            return f"p{store_name(tid)}[{pre}][{at}] = {value}"
-        return f"w{store_name(tid)}({pre}, {at}, {value})"
+        moving = [e.bound for e in self.endings.values()]
+        if tid in self.deferred:  # (a store's pending dict per prefix is never replaced)
+            return f"{self.inv.use(f'p{store_name(tid)}[{pre}]', pre, moving)}[{at}] = {value}"
+        return f"w{store_name(tid)}({self.inv.use(pre, pre, moving)}, {at}, {value})"
 
     def merge(
         self, op: ops.Op, edges: list[Edge], names: dict[str, str], key: str, pad: str
@@ -483,6 +464,15 @@ class CodeGen:
         """First branch whose condition holds wins (the if/elif order is branch order)."""
         out = TensorId(op.op_id, 0)
         conds = [e.cond.to_py(names) if e.cond is not None else "True" for e in edges]
+        if self.resolved:  # a run of a split loop decides some branches
+            kept, closed = resolved_branches(edges, conds, self.resolved)
+            if closed and len(kept) == 1:
+                self.lines.append(pad + self.assign(out, op, names, key,
+                                                    self.read(kept[0][0], names)))
+                return
+            edges, conds = [e for e, _ in kept], [c for _, c in kept]
+            if closed:
+                conds[-1] = "True"
         if len(conds) == 2 and conds[1] == f"(not {conds[0]})":
             self.lines.append(f"{pad}if {conds[0]}:")  # the second branch is the complement
             self.lines.append(pad + "    " + self.assign(out, op, names, key,
@@ -501,19 +491,6 @@ class CodeGen:
         self.lines.append(
             f"{pad}{'    ' if edges else ''}undefined({op.op_id}, {key})"
         )
-
-
-def tiled_point_reads(sdg: SDG, blocked: dict[TensorId, int]
-                      ) -> list[tuple[TensorId, int, int]]:
-    """(tensor, sliced domain position, block size) of each point-stored tensor that a
-    tiled op (`block_inputs`) reads in blocks."""
-    out = {}
-    for op in sdg.ops.values():
-        for e in sdg.in_edges[op.op_id]:
-            if e.sink_in in getattr(op, "block_inputs", ()) and e.src not in blocked:
-                d = next(k for k, m in enumerate(e.expr) if isinstance(m, Slice))
-                out[e.src] = (e.src, d, op.block)  # type: ignore[attr-defined]  # tiled op
-    return list(out.values())
 
 
 def generate(
@@ -551,6 +528,8 @@ def generate(
     gen.deferred = {tid for tid in blocked if isinstance(getattr(stores[tid], "pending", None),
                                                          dict)}
     gen.find_ended_loops(tree)
+    moving = {e.bound for e in endings}  # (these change at run time)
+    gen.env = {**PY_GLOBALS, **{k: v for k, v in bounds.items() if k not in moving}}
     lost = [e.var for e in endings if e not in gen.ended_loops.values()]
     if lost:
         raise UnsupportedError(f"the stop condition of dimension {lost[0]} is never computed "

@@ -83,7 +83,8 @@ def test_block_stored_points_read_where_written_come_from_a_local(cfg, tracked: 
     exe.execute()
     # written to the block store (a tracked run copies it in, an untracked one defers the
     # copy through the store's pending dict) and kept in a local
-    assert ("; ws" if tracked else "; ps") in exe.generated.source
+    # (the pending dict of the loop's prefix is bound to a local `_h..` before the loop)
+    assert ("; ws" if tracked else "; _h") in exe.generated.source
     want = torch.stack([data[: k + 1].exp().sum(0) * data[k].exp() for k in range(T)])
     torch.testing.assert_close(torch.stack(got), want, rtol=1e-5, atol=1e-5)
     if tracked:
