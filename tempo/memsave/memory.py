@@ -91,12 +91,69 @@ def vm_size_bytes() -> int:
     raise RuntimeError("VmSize not found in /proc/self/status")
 
 
-def return_freed_memory_to_os() -> None:
-    """Ask glibc to mmap tensors >= 64 KiB so frees really shrink the address space."""
-    with contextlib.suppress(OSError, AttributeError):
+MALLOPT_ENV = "TEMPO_MALLOPT"
+"""The glibc `mallopt` settings in force in this process, as "pid:param=value,..." (unset,
+or another pid's: glibc's own). tempo.memsave and Tempo's torch backend
+(tempo.runtime.backends.host_memory, which keeps freed memory in the heap) import nothing
+of each other: this variable is how they share the one per-process policy — each records
+what it sets, the backend leaves a policy it did not set alone, and
+`freed_memory_returned` restores the one it found."""
+M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3
+RETURN_POLICY = {M_MMAP_THRESHOLD: 64 * 1024, M_TRIM_THRESHOLD: 128 * 1024}
+"""Tensors of 64 KiB and more are mmapped, so their frees shrink the address space, and a
+free heap top above glibc's default 128 KiB goes back to the OS."""
+GLIBC_DEFAULTS = {M_MMAP_THRESHOLD: ("MALLOC_MMAP_THRESHOLD_", 128 * 1024),
+                  M_TRIM_THRESHOLD: ("MALLOC_TRIM_THRESHOLD_", 128 * 1024)}
+"""Per setting: the environment variable glibc took it from at start-up, else its default."""
+
+
+def _libc() -> ctypes.CDLL | None:
+    try:
         libc = ctypes.CDLL("libc.so.6")
-        libc.mallopt(-3, 65536)  # M_MMAP_THRESHOLD
+    except OSError:
+        return None
+    return libc if hasattr(libc, "mallopt") else None
+
+
+def _parse(policy: str | None) -> dict[int, int]:
+    """The settings `policy` (a MALLOPT_ENV value) records for this process."""
+    pid, _, pairs = (policy or "").partition(":")
+    if pid != str(os.getpid()):
+        return {}
+    return {int(k): int(v) for k, v in (p.split("=") for p in pairs.split(",") if p)}
+
+
+@contextlib.contextmanager
+def freed_memory_returned() -> Iterator[None]:
+    """Inside the block glibc mmaps tensors >= 64 KiB, so frees really shrink the address
+    space (what VmSize caps and RSS peaks need), and the heap is trimmed on entry and exit.
+    On exit the policy in force before is restored — Tempo's torch backend's (it keeps
+    freed memory, see `MALLOPT_ENV`), else glibc's default threshold. No-op off glibc.
+    In a process whose heap already holds freed memory, new tensors may still reuse it
+    (glibc serves a request from a free chunk before mmapping): the probes measure in
+    fresh subprocesses for that reason."""
+    libc = _libc()
+    if libc is None:
+        yield
+        return
+    before = os.environ.get(MALLOPT_ENV)
+    found = _parse(before)
+    for k, v in RETURN_POLICY.items():
+        libc.mallopt(k, v)
+    settings = {**found, **RETURN_POLICY}.items()
+    os.environ[MALLOPT_ENV] = f"{os.getpid()}:" + ",".join(f"{k}={v}" for k, v in settings)
+    libc.malloc_trim(0)
+    try:
+        yield
+    finally:
         libc.malloc_trim(0)
+        for k in RETURN_POLICY:
+            env, default = GLIBC_DEFAULTS[k]
+            libc.mallopt(k, found.get(k, int(os.environ.get(env, default))))
+        if before is None:
+            os.environ.pop(MALLOPT_ENV, None)
+        else:
+            os.environ[MALLOPT_ENV] = before
 
 
 @contextlib.contextmanager
@@ -125,17 +182,15 @@ def is_oom(err: BaseException) -> bool:
 
 def step_fits_under_cap(step: Callable[[], None], extra_bytes: int) -> bool:
     """Run ``step`` under an address-space cap; False on a CPU OOM."""
-    return_freed_memory_to_os()
-    try:
-        with address_space_cap(extra_bytes):
-            step()
-        return True
-    except (RuntimeError, MemoryError) as err:
-        if not is_oom(err):
-            raise
-        return False
-    finally:
-        return_freed_memory_to_os()
+    with freed_memory_returned():
+        try:
+            with address_space_cap(extra_bytes):
+                step()
+            return True
+        except (RuntimeError, MemoryError) as err:
+            if not is_oom(err):
+                raise
+            return False
 
 
 def largest_batch(fits: Callable[[int], bool], limit: int = 1024) -> int:

@@ -8,6 +8,7 @@ line. Saved bytes are measured in-process: they are deterministic.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import resource
 import statistics
@@ -134,12 +135,12 @@ def _worker(args: argparse.Namespace) -> dict[str, Any]:
     model = build_bert(args.hidden, args.heads, args.layers, techniques, args.mask_format)
     ctx = memory.bool_mask_dropout() if args.bool_masks else _null()
     result: dict[str, Any] = {"techniques": list(techniques), "mask_format": args.mask_format}
-    with ctx:
+    with ctx, contextlib.ExitStack() as policy:
         train_step(model, inputs(1, args.seq))  # warm-up: threads, allocator, lazy init
         model.zero_grad(set_to_none=False)
         if args.mode in ("peak", "all"):
             ids = inputs(args.batch, args.seq)
-            memory.return_freed_memory_to_os()
+            policy.enter_context(memory.freed_memory_returned())
             reset = _reset_peak_rss()
             r0 = _vm_rss()
             loss = loss_of(model, ids)
