@@ -5,6 +5,7 @@ left in an op's domain is a loop; batched ops lose it)."""
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -16,7 +17,7 @@ from programs import VECTORIZATION, run_once
 from tempo.api import RecurrentTensor as RT
 from tempo.core.dtype import dtypes
 from tempo.core.ops_region import flat_ops
-from tempo.core.sdg import SDG
+from tempo.core.sdg import SDG, TensorId
 
 B_, T_ = 3, 5
 X = np.random.default_rng(0).standard_normal((B_, T_, 4)).astype(np.float32)
@@ -213,6 +214,39 @@ def test_batched_products_summed_become_matmuls(cfg: Any, backend: str) -> None:
     np.testing.assert_allclose(_np(res["gw"]), gs.T @ xs, rtol=1e-4, atol=1e-4)
     names = [op.name for op in flat_ops(exe.sdg.ops.values())]
     assert names.count("matmul") == 2 and "binary" not in names  # no mul left
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_sum_along_a_dim_one_factor_broadcasts_sums_the_other_first(cfg: Any,
+                                                                     backend: str) -> None:
+    """A Linear layer on an expanded scalar per point (`(w * s).sum(1)`, s broadcast along
+    the summed dim) is `s * w.sum(1)`: batched over the points the (B, 64, 48) product is
+    never built and the weight's sum is taken once, not per point; the next layer's
+    contraction runs as a matmul with no transposing copy of the batched activations."""
+    rng = np.random.default_rng(4)
+    ss = rng.standard_normal((B_,)).astype(np.float32)
+    w1 = rng.standard_normal((64, 48)).astype(np.float32)
+    w2 = rng.standard_normal((32, 64)).astype(np.float32)
+
+    def build(bB):  # noqa: ANN001, ANN202
+        b, B = bB
+        s = RT.source_with_ts_udf(lambda ts: ss[ts[b]], (), dtypes.float32, domain=(b,),
+                                  lazy_vectorized_version=lambda d, n: lambda ts: ss)
+        h = (RT.const(w1) * s.reshape((1, 1))).sum(1).tanh()
+        return {"y": (RT.const(w2) * h.unsqueeze(0)).sum(1)}
+
+    res, exe = run_once(_cfg(cfg, backend, enable_dead_code_elim=True), 1, build, {0: B_})
+    h = np.tanh(ss[:, None] * w1.sum(1)[None, :])
+    np.testing.assert_allclose(_np(res["y"]), h @ w2.T, rtol=1e-4, atol=1e-4)
+    flat = list(flat_ops(exe.sdg.ops.values()))
+    sizes = [exe.sdg.tensors[t].shape for t in exe.sdg.tensors if t.op_id in exe.sdg.ops]
+    assert all(math.prod(sh.as_static()) < B_ * 48 * 64 for sh in sizes if sh.is_static())
+    assert [op.name for op in flat].count("matmul") == 1
+    moved = [exe.sdg.tensors[TensorId(op.op_id, 0)].shape for op in flat if op.name == "permute"]
+    assert all(B_ not in tuple(sh.as_static()) for sh in moved), moved  # the weight's only
+    w_sum = [op for op in flat if op.name == "sum" and "d0" not in
+             [v.name for v in op.domain.variables]]
+    assert w_sum, "the weight's sum runs once, outside the batched points"
 
 
 @pytest.mark.parametrize("backend", ("torch", "numpy"))

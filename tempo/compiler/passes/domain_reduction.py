@@ -41,14 +41,20 @@ def varying_vars(sdg: SDG, op: ops.Op) -> set[str] | None:
 
 def run(sdg: SDG, cfg: ExecutionConfig) -> SDG:
     for op in sdg.topological():
-        if not len(op.domain) or sdg.is_kept(op.op_id):
-            continue  # the user reads kept tensors by their full domain
-        varying = varying_vars(sdg, op)
-        if varying is None:
-            continue
-        for v in [v for v in op.domain.variables if v.name not in varying]:
-            pos = sdg.ops[op.op_id].domain.find_variable_index(v)
-            if any(isinstance(e.expr[pos], Slice) for e in sdg.out_edges.get(op.op_id, [])):
-                continue
-            sdg.reduce_domain(op.op_id, v)
+        reduce_op(sdg, op)
     return sdg
+
+
+def reduce_op(sdg: SDG, op: ops.Op) -> None:
+    """Drop from `op`'s domain every dimension its value does not vary along (passes that
+    add ops after the clean-up call it on them)."""
+    if not len(op.domain) or sdg.is_kept(op.op_id):
+        return  # the user reads kept tensors by their full domain
+    varying = varying_vars(sdg, op)
+    if varying is None:
+        return
+    for v in [v for v in op.domain.variables if v.name not in varying]:
+        pos = sdg.ops[op.op_id].domain.find_variable_index(v)
+        if any(isinstance(e.expr[pos], Slice) for e in sdg.out_edges.get(op.op_id, [])):
+            continue
+        sdg.reduce_domain(op.op_id, v)
