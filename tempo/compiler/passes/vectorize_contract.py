@@ -237,8 +237,10 @@ def _reduce_first(sdg: SDG, s: ops.SumOp, m: ops.Op, pa: tuple[int, ...],
     symbolic batch dim); the sums of the loop-invariant factor are one small kernel.
     The sum's rewritten reads; None when no factor has such dims."""
     own = [tuple(j for j in s.dims if x[j] > 1 and y[j] == 1) for x, y in ((pa, pb), (pb, pa))]
-    if not any(own) or any(e.cond is not None for e in sdg.in_edges[m.op_id]):
-        return None
+    size = math.prod(max(x, y) for x, y in zip(pa, pb))
+    if not any(own) or any(e.cond is not None for e in sdg.in_edges[m.op_id]) or any(
+            dims and math.prod(x) >= size for x, dims in zip((pa, pb), own)):
+        return None  # (summing a factor as large as the product first saves nothing)
     rank = len(pa)
     reads: list[tuple[TensorId, IndexSequence]] = []
     for e, dims in zip(sdg.in_edges[m.op_id], own):
