@@ -90,3 +90,15 @@ def test_execute_until_barrier_stops_after_the_sinks_before_it() -> None:
     while exe.tick():
         pass
     assert log[-1] == ("total", -1) and len(log) == 4
+
+
+def test_reducing_a_missing_dim_names_the_tensor_and_the_fix() -> None:
+    """`feats.sum(1)` on a (3,) vector over t: the error named no tensor; it now names the
+    user's tensor and line and says symbolic dims are reduced by slicing."""
+    ctx = TempoContext(ExecutionConfig(dev="cpu", backend="torch"), num_dims=1)
+    ((t, _T),) = ctx.variables_and_bounds
+    with ctx:
+        feats = RT.random((3,), domain=(t,))
+        with pytest.raises(TempoError, match=r"feats = RT.random.*slice them") as info:
+            feats.sum(1)
+    assert "test_acceptance_user_programs.py:" in str(info.value)

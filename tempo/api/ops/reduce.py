@@ -15,14 +15,24 @@ if TYPE_CHECKING:
     from tempo.api.tensor_self import TensorSelf
 
 
-def _dims(dims: int | Sequence[int] | None, ndim: int) -> tuple[int, ...]:
+def _dims(dims: int | Sequence[int] | None, of: int | RTBase | TensorSelf) -> tuple[int, ...]:
+    """`dims` normalised for a tensor `of` (or a rank); an error names the tensor, so a
+    user who meant a symbolic dim (`x.sum(1)` on a `(t,)`-domain vector) sees which one."""
+    ndim = of if isinstance(of, int) else of.ndim
     if dims is None:
         return tuple(range(ndim))
     ds = [dims] if isinstance(dims, int) else list(dims)
     try:
         return tuple(sorted({ops.norm_dim(d, ndim) for d in ds}))
     except ShapeError as exc:
-        raise ShapeError(exc.args[0], site=user_site()) from None
+        why = exc.args[0]
+        if isinstance(of, RTBase):
+            from tempo.api.tensor_base import operand_label
+
+            site = user_site()
+            why = (f"{why} ({operand_label(of, site)}; symbolic dims are not reduced by dim "
+                   f"number: slice them into spatial dims first, e.g. x[0:T].sum(0))")
+        raise ShapeError(why, site=user_site()) from None
 
 
 def _is_tensor_like(v: Any) -> bool:
@@ -89,14 +99,14 @@ class ReduceOps:
 
     def sum(self: TensorSelf, dims: int | Sequence[int] | None = None,
             keepdim: bool = False) -> RecurrentTensor:
-        ds = _dims(dims, self.ndim)
+        ds = _dims(dims, self)
         if not ds:
             return self.ident()
         return record1(ops.SumOp, [self], dims=ds, keepdim=keepdim)
 
     def mean(self: TensorSelf, dims: int | Sequence[int] | None = None,
              keepdim: bool = False) -> RecurrentTensor:
-        ds = _dims(dims, self.ndim)
+        ds = _dims(dims, self)
         n: Any = 1
         for d in ds:
             n = n * self.shape[d]
@@ -118,7 +128,7 @@ class ReduceOps:
         if dim is None:
             flat = self.flatten()
             return record(ops.MaxOp, [flat], dim=0, keepdim=False)[0]
-        d = _dims(dim, self.ndim)[0]
+        d = _dims(dim, self)[0]
         vals, idx = record(ops.MaxOp, [self], dim=d, keepdim=keepdim)
         return vals, idx
 
@@ -141,7 +151,7 @@ class ReduceOps:
         return _order_reversed(self)[0].argmax(dim, keepdim)
 
     def cumsum(self: TensorSelf, dim: int = -1) -> RecurrentTensor:
-        d = _dims(dim, self.ndim)[0]
+        d = _dims(dim, self)[0]
         return record1(ops.CumsumOp, [self], dim=d)
 
     def softmax(self, dim: int = -1, stable: bool = True) -> RecurrentTensor:
@@ -150,7 +160,7 @@ class ReduceOps:
         x = lift(self)
         orig = x.dtype
         x = x if dtypes.is_float(orig) and orig.repr_bytes >= 4 else x.cast(dtypes.float32)
-        d = _dims(dim, x.ndim)[0]
+        d = _dims(dim, x)[0]
         if stable:
             out = record1(ops.SoftmaxOp, [x], dim=d)
         else:
@@ -164,12 +174,12 @@ class ReduceOps:
         x = lift(self)
         orig = x.dtype
         x = x if dtypes.is_float(orig) and orig.repr_bytes >= 4 else x.cast(dtypes.float32)
-        out = record1(ops.SoftmaxOp, [x], dim=_dims(dim, x.ndim)[0], log=True)
+        out = record1(ops.SoftmaxOp, [x], dim=_dims(dim, x)[0], log=True)
         return out.cast(orig) if dtypes.is_float(orig) else out
 
     def logsumexp(self: TensorSelf, sum_dims: int | Sequence[int] | None = None,
                   keepdim: bool = False) -> RecurrentTensor:
-        ds = _dims(sum_dims, self.ndim)
+        ds = _dims(sum_dims, self)
         m = lift(self)
         for d in ds:
             m = m.max(d, keepdim=True)[0]
@@ -181,7 +191,7 @@ class ReduceOps:
     def std(self: TensorSelf, dims: int | Sequence[int] | None = None, correction: float = 1.0,
             keepdim: bool = False) -> RecurrentTensor:
         """sqrt(sum((x - mean)^2) / (N - correction)) (API §7.5: `correction` honoured)."""
-        ds = _dims(dims, self.ndim)
+        ds = _dims(dims, self)
         n: Any = 1
         for d in ds:
             n = n * self.shape[d]
@@ -202,7 +212,7 @@ class ReduceOps:
         if dims is None:
             out = self.flatten().cumprod(0).index(0, -1)
             return out.reshape((1,) * self.ndim) if keepdim else out
-        d = _dims(dims, self.ndim)[0]
+        d = _dims(dims, self)[0]
         out = self.cumprod(d).index(d, -1)
         return out.unsqueeze(d) if keepdim else out
 
@@ -211,7 +221,7 @@ class ReduceOps:
         from a cumulative count of zeros; ints are rounded back (exact for small products)."""
         from tempo.api.ops.elementwise import _float
 
-        d = _dims(dim, self.ndim)[0]
+        d = _dims(dim, self)[0]
         orig = self.dtype
         x = _float(self) if not dtypes.is_integer(orig) else self.cast(dtypes.float64)
         if positive:
@@ -239,7 +249,7 @@ class ReduceOps:
     def discounted_sum(self: TensorSelf, gamma: Any, dim: int = 0,
                        keepdim: bool = False) -> RecurrentTensor:
         """Σ_k γ^k x_k along `dim` (API §7.4: as documented, not the original's γ^(k+1))."""
-        d = _dims(dim, self.ndim)[0]
+        d = _dims(dim, self)[0]
         w = _gamma_powers(gamma, self.shape[d], self.dtype)
         w = w.reshape((-1,) + (1,) * (self.ndim - d - 1))
         return (self * w).sum(d, keepdim)
@@ -252,7 +262,7 @@ class ReduceOps:
         from tempo.api.ops.creation import arange
 
         src = lift(self)
-        d = _dims(dim, src.ndim)[0]
+        d = _dims(dim, src)[0]
         n = src.shape[d]
         x = src if d == src.ndim - 1 else src.transpose(d, -1)
         ks = arange(n).cast(dtypes.least_upper_float(x.dtype))
