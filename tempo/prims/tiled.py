@@ -67,51 +67,114 @@ def _safe(xp: Any, m: Any) -> Any:
 
 
 # ---------------------------------------------------------------- torch
+def _views(front: Any, key: tuple, make: Any) -> Any:
+    """`make(front)`, kept on the block view `front` itself: a store hands out the same
+    front view of a block at every read until the block is freed, so the kernel's
+    permuted views of it are made once per block, not once per step, and die with it."""
+    kept = front.__dict__.get("_tempo_views")
+    if kept is None:
+        kept = front._tempo_views = {}
+    got = kept.get(key)
+    if got is None:
+        got = kept[key] = make(front)
+    return got
+
+
 def _torch(op: ops.TiledAttentionOp, be: Any) -> Kernel:
     """Eager torch reads the valid rows of each block as views (no padding, no mask of
-    it). One block (a window, or a history shorter than U): scores, the fused softmax and
-    the value matmul — as one `scaled_dot_product_attention` call where the op is plain
-    attention (no mask, reshapes that are identities: checked once per query shape).
-    Several blocks: each block's scores, concatenated (the small score row, not the keys),
-    one softmax, and the blocks' value products summed — 7 calls a block where an online
-    softmax makes ~16. Every call is a Python-level dispatch costing as much as the small
-    matmuls of a decode step, so the count is what this kernel is made of."""
+    it). Plain attention (no mask, reshapes that are identities, keys and values batched
+    as the queries: checked once per query shape) runs on views of each block made once
+    per block: one block (a window, or a history shorter than U) is one
+    `scaled_dot_product_attention` call; several are one batched matmul per block for the
+    scores, one softmax over them joined, and one matmul-accumulate per block for the
+    output (2n + 6 calls for n blocks). Anything else (a mask, GQA, reshapes between the
+    matmuls) takes the general path: each block's scores, concatenated, one softmax, and
+    the blocks' value products summed (about 7 calls a block). Every call is a Python
+    dispatch costing as much as the small matmuls of a decode step, so the count is what
+    this kernel is made of."""
     import torch
 
     sdpa = torch.nn.functional.scaled_dot_product_attention
+    bmm, baddbmm, cat, softmax = torch.bmm, torch.baddbmm, torch.cat, torch.softmax
     pk, pv, scale = op.perm_k, op.perm_v, op.scale
     ss, ps, out_shape = op.score_shape, op.prob_shape, op.out_shape
     masked, apply = bool(op.mask), _masker(op, torch)
     pk_sdpa = (*pk[:-2], pk[-1], pk[-2])  # keys second to last, as SDPA takes them
     U = op.block
     plans: dict[Any, tuple[bool, bool, bool, bool]] = {}
+    kkey, vkey = ("k", pk), ("v", pv)
+
+    def batched(x: Any) -> Any:
+        """`x` as (N, a, b), a view of it (None where its strides need a copy)."""
+        try:
+            return x.view(-1, *x.shape[-2:])
+        except RuntimeError:
+            return None
+
+    def k_views(kb: Any) -> tuple[Any, Any]:
+        """(keys for SDPA (..., n, dh), keys for bmm (N, dh, n) or None), views of kb."""
+        k4 = kb.permute(pk_sdpa)
+        k3 = batched(k4)
+        return k4, None if k3 is None else k3.transpose(1, 2)
+
+    def v_views(vb: Any) -> tuple[Any, Any]:
+        v4 = vb.permute(pv)
+        return v4, batched(v4)
 
     def plan(q: Any, kb: Any, vb: Any) -> tuple[bool, bool, bool, bool]:
-        """(SDPA applies, scores need reshaping, probabilities do, the output does)."""
+        """(the plain path applies, scores need reshaping, probabilities do, the output
+        does)."""
         lead, dv = tuple(q.shape[:-1]), vb.shape[pv[-1]]
         rs, rp, ro = lead != ss, ps != ss, ps + (dv,) != out_shape
         batch = {tuple(x.shape[i] for i in perm[:-2]) for x, perm in ((kb, pk), (vb, pv))}
         fused = not (masked or rs or rp or ro) and q.dim() == len(pv) and (
-            batch == {lead[:-1]})
+            batch == {lead[:-1]}) and all(  # views of the blocks' memory, never copies
+            _views(x, key, make)[1] is not None
+            for x, key, make in ((kb, kkey, k_views), (vb, vkey, v_views)))
         got = plans[(q.shape, vb.shape)] = (fused, rs, rp, ro)
         return got
+
+    def plain(q: Any, kbs: Blocks, vbs: Blocks) -> Any:
+        """Plain attention over the blocks' cached views."""
+        if len(kbs) == 1:
+            (kb, s, e), (vb, _, _) = kbs[0], vbs[0]
+            k4 = _views(kb, kkey, k_views)[0]
+            v4 = _views(vb, vkey, v_views)[0]
+            if s or e != k4.shape[-2]:
+                k4, v4 = k4.narrow(-2, s, e - s), v4.narrow(-2, s, e - s)
+            return sdpa(q, k4, v4, scale=scale)
+        q3 = (q * scale).reshape(-1, *q.shape[-2:])
+        scs, vs, ns = [], [], []
+        for (kb, s, e), (vb, _, _) in zip(kbs, vbs):
+            k3 = _views(kb, kkey, k_views)[1]
+            v3 = _views(vb, vkey, v_views)[1]
+            if s or e != k3.shape[-1]:
+                k3, v3 = k3.narrow(-1, s, e - s), v3.narrow(-2, s, e - s)
+            scs.append(bmm(q3, k3))
+            vs.append(v3)
+            ns.append(e - s)
+        parts = softmax(cat(scs, -1), -1).split(ns, -1)
+        o = bmm(parts[0], vs[0])
+        for pb, v3 in zip(parts[1:], vs[1:]):
+            o = baddbmm(o, pb, v3)
+        return o.view(out_shape)
 
     def run(q: Any, kbs: Blocks, vbs: Blocks, mbs: Blocks | None = None) -> Any:
         if not kbs:  # an empty range: no keys, the output of an empty matmul
             return torch.zeros(out_shape, dtype=q.dtype, device=q.device)
         vb0 = vbs[0][0]
         fused, rs, rp, ro = plans.get((q.shape, vb0.shape)) or plan(q, kbs[0][0], vb0)
+        if fused:
+            return plain(q, kbs, vbs)
         if len(kbs) == 1:  # one block (a window, or a short history)
             (kb, s, e), (vb, _, _) = kbs[0], vbs[0]
-            if fused:
-                return sdpa(q, kb[s:e].permute(pk_sdpa), vb[s:e].permute(pv), scale=scale)
             sc = (q * scale) @ kb[s:e].permute(pk)
             if rs:
                 sc = sc.reshape(ss + (e - s,))
             if masked:
                 mb, _, _ = mbs[0]  # type: ignore[index]  # masked: the mask's blocks
                 sc = apply(sc, mb[s:e])
-            p = torch.softmax(sc, -1)
+            p = softmax(sc, -1)
             o = (p.reshape(ps + (e - s,)) if rp else p) @ vb[s:e].permute(pv)
             return o.reshape(out_shape) if ro else o
         qs = q * scale
@@ -124,7 +187,7 @@ def _torch(op: ops.TiledAttentionOp, be: Any) -> Kernel:
                 mb = mbs[k][0]  # type: ignore[index]  # masked: the mask's blocks
                 sc = apply(sc, mb[s:e])
             scs.append(sc)
-        p = torch.softmax(torch.cat(scs, -1), -1)
+        p = softmax(cat(scs, -1), -1)
         o, at = None, 0
         for (vb, s, e) in vbs:
             n = e - s

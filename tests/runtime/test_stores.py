@@ -119,6 +119,31 @@ def test_block_store_reads_views_and_frees_blocks(backend: str, deferred: bool) 
 
 
 @pytest.mark.parametrize("backend", ["torch", "numpy"])
+def test_block_store_writes_in_any_order_and_reopens_freed_blocks(backend: str) -> None:
+    """The slot views a block's first write makes for all its slots (torch: one unbind)
+    hold every later write, in any order; a freed block reopens with fresh views; block
+    reads give the written rows of one or several blocks."""
+    acct = MemoryAccountant(None, str)
+    s = _block(backend, acct, deferred=False)
+    rng = np.random.default_rng(3)
+    wrap = (lambda a: torch.from_numpy(a)) if backend == "torch" else (lambda a: a)
+    for _ in range(2):  # the second round reopens every block after the first freed it
+        pts = [rng.standard_normal((2, 3)).astype(np.float32) for _k in range(11)]
+        for k in (5, 0, 3, 10, 1, 2, 4, 7, 6, 9, 8):
+            s.write((), k, wrap(pts[k]))
+        for k in range(11):
+            np.testing.assert_array_equal(np.asarray(s[(k,)]), pts[k])
+        (blk, lo, hi), = s.read_blocks((), 5, 7)
+        np.testing.assert_array_equal(np.asarray(blk)[lo:hi], np.stack(pts[5:7]))
+        got = s.read_blocks((), 2, 11)
+        assert [(a, b) for _, a, b in got] == [(2, 4), (0, 4), (0, 3)]
+        np.testing.assert_array_equal(np.concatenate([np.asarray(b)[lo:hi] for b, lo, hi in got]),
+                                      np.stack(pts[2:11]))
+        s.pop_range((), 0, 11)
+        assert acct.live == 0 and len(s) == 0
+
+
+@pytest.mark.parametrize("backend", ["torch", "numpy"])
 def test_deferred_block_store_copies_at_the_first_read(backend: str) -> None:
     acct = MemoryAccountant(None, str)
     s = _block(backend, acct, deferred=True)
