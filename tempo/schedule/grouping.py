@@ -100,12 +100,24 @@ def group_ops(sdg: SDG, executed: dict[int, isl.Set]) -> Groups:
         return i
 
     maybe_zero, interval_of = zero_distance_oracle(sdg)
-    succ: dict[int, set[int]] = {i: set() for i in sdg.ops}
+    gsucc: dict[int, set[int]] = {i: set() for i in sdg.ops}  # reads that may return
+    fsucc: dict[int, set[int]] = {i: set() for i in sdg.ops}  # every read
+    cut: set[str] = set()  # variables along which some read was left out of gsucc
     for es in sdg.in_edges.values():
         for e in es:
-            if e.src.op_id != e.sink and maybe_zero(e):
-                succ[e.src.op_id].add(e.sink)
-    gsucc: dict[int, set[int]] = {i: set(s) for i, s in succ.items()}
+            if e.src.op_id == e.sink:
+                continue
+            fsucc[e.src.op_id].add(e.sink)
+            if maybe_zero(e):
+                gsucc[e.src.op_id].add(e.sink)
+            else:
+                cut.update(n for n, (lo, hi) in interval_of(e).items() if not lo <= 0 <= hi)
+    # gsucc leaves out reads moving along a variable every read moves the same way: a path
+    # through one cannot come back along it — unless it passes an op without that variable
+    # (a sum over t, read back at every t), where its coordinate is lost. Such joins are
+    # decided on every read (`escapes`); a group lacking a cut variable is such an op.
+    escape = {i for i, op in sdg.ops.items()
+              if not cut <= {v.name for v in op.domain.variables}}
     members: dict[int, list[int]] = {i: [i] for i in sdg.ops}
     signs: dict[int, dict[str, set[str]]] = {i: {} for i in sdg.ops}
 
@@ -139,15 +151,20 @@ def group_ops(sdg: SDG, executed: dict[int, isl.Set]) -> Groups:
                 continue
             if a in gsucc[b] or detour(gsucc, a, b) or detour(gsucc, b, a):
                 continue
+            if escape and (escapes(fsucc, escape, a, b) or escapes(fsucc, escape, b, a)):
+                continue
             joined = joined_signs(a, b)
             if joined is None:
                 continue
             signs[a] = joined
             members[a] += members.pop(b)
             parent[b] = a
-            gsucc[a] = {find(x) for x in gsucc[a] | gsucc.pop(b)} - {a}
-            for x in gsucc:
-                gsucc[x] = {find(y) for y in gsucc[x]} - {x}
+            for g in (gsucc, fsucc):
+                g[a] = {find(x) for x in g[a] | g.pop(b)} - {a}
+                for x in g:
+                    g[x] = {find(y) for y in g[x]} - {x}
+            if b in escape:
+                escape.add(a)
 
     groups = Groups()
     by_rep: dict[int, list[int]] = {}
@@ -202,4 +219,24 @@ def detour(succ: dict[int, set[int]], a: int, b: int) -> bool:
             if y not in seen and y != a:
                 seen.add(y)
                 stack.append(y)
+    return False
+
+
+def escapes(succ: dict[int, set[int]], escape: set[int], a: int, b: int) -> bool:
+    """Is there a path a ⇝ b in `succ` through at least one other group, one of whose
+    groups (a or b included) is in `escape`? (Depth first over (group, escaped yet).)"""
+    start = a in escape or b in escape
+    stack = [(x, start or x in escape) for x in succ[a] if x not in (a, b)]
+    seen = set(stack)
+    while stack:
+        x, esc = stack.pop()
+        for y in succ[x]:
+            if y == b:
+                if esc:
+                    return True
+                continue
+            state = (y, esc or y in escape)
+            if y != a and state not in seen:
+                seen.add(state)
+                stack.append(state)
     return False
