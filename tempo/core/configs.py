@@ -5,10 +5,11 @@ Which fields this Tempo implements, accepts as hints, or rejects at compile time
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -255,3 +256,68 @@ def _is_initialised(cfg: ExecutionConfig) -> bool:
 def _check_backend_dev(backend: Any, dev: Any) -> None:
     DLBackendName.from_(backend)
     device.from_(dev)
+
+
+@dataclass
+class Tuning:
+    """Internal thresholds that act like configuration but are not ExecutionConfig fields
+    (API.md fixes those): each was measured on this 2-core CPU, and its docstring says
+    how. Every field is read where it acts, when it acts, so an experiment overrides it
+    here and nowhere else: `with tuned(fold_bytes=0): ...` (or assign to `TUNING`)."""
+
+    swap_headroom: int = 8
+    """Under a device cap, the schedule's offloads run only once less than cap /
+    swap_headroom is free (runtime/swap.py `Swapper.pressed`). Below that an offload only
+    moves bytes the device has room for; the margin is room for the charges that follow.
+    E7 (cap 64 MiB): offloading always moved TD(n)'s idle Adam moments, a few MiB, at every
+    step; with cap/8 TD(1/8/64) swap 0 bytes and MC swaps 45.5 MiB/iter (results/e7)."""
+
+    fold_bytes: int = 256 << 10
+    """Largest excursion `codegen_charges.fold` merges into one reservation (without a
+    cap). A charge costs more than a decode step's small kernels (attribute reads and
+    writes on the accountant, a comparison); reserving a few hundred KiB for a statement
+    list changes nothing a cap or the swap could act on, and large values keep their exact
+    charges (GPT-2 per-call overhead 13.1 -> 12 us with folding, bench/call_overhead)."""
+
+    compaction_slack_share: int = 4
+    """A compacting window store of W points keeps W + ceil(W / share) slots
+    (store_choice.compaction_slack): it moves W-1 points every slack+1 writes, so W/4
+    costs about 4/slack backend calls per write for 25% more memory than the window
+    (untiled window slices; rings of exactly W serve point and tiled reads)."""
+
+    payback_s: float = 60.0
+    """A region marked for torch.compile runs eagerly until its eager calls have taken
+    this many seconds (runtime/regions.py `after_payback`). The compile costs ~4.5 CPU-s
+    and its first call ~10-15 s more (E5 learner, 64x64x64-element regions) and saves
+    10-60% of a call past 2^18 elements: at a saving of 1/4 it pays back after ~60 s of
+    eager time. Compiling at codegen made E5 compile in ~6 CPU-s (1.5 without) and its
+    first run ~14 s longer for a ~10% faster learner."""
+
+    gather_point_bytes: int = 64 << 10
+    """Vectorisation does not gather (stack over the batched dim) a looping producer's
+    points for an op keeping at most half of each when a point has this many bytes
+    (compiler/passes/vectorize_plan.py): the stack copies whole points to save one call
+    per point, and a call (~5 us with dispatch) costs about as much as copying 64 KiB."""
+
+    gather_bytes: int = 1 << 20
+    """... nor when the whole gather has this many: it keeps all D points alive until the
+    batched op runs, where the loop keeps the parts (E6: 128 env steps of 16 envs x 48 KiB
+    stacked to read a reward each)."""
+
+
+TUNING = Tuning()
+
+
+@contextlib.contextmanager
+def tuned(**fields: Any) -> Iterator[Tuning]:
+    """`TUNING` with `fields` replaced inside the block (a TypeError names an unknown
+    field), restored after."""
+    new = dataclasses.replace(TUNING, **fields)
+    old = dataclasses.replace(TUNING)
+    for f in dataclasses.fields(Tuning):
+        setattr(TUNING, f.name, getattr(new, f.name))
+    try:
+        yield TUNING
+    finally:
+        for f in dataclasses.fields(Tuning):
+            setattr(TUNING, f.name, getattr(old, f.name))

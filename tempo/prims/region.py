@@ -5,8 +5,8 @@ cost is its members' arithmetic with the traffic of one fused kernel (inputs rea
 outputs written once: intermediates never reach memory). Its kernels are the body as one
 function (`tempo.runtime.regions`), compiled where the pass asked: `jax.jit` on jax (a
 body jax cannot trace — a kernel that needs concrete values — runs eagerly instead),
-`torch.compile` on torch once the region's eager calls have paid for it (PAYBACK_S in
-`tempo.runtime.regions`), never on numpy.
+`torch.compile` on torch once the region's eager calls have paid for it (TUNING.payback_s in
+`tempo.core.configs`, used by `tempo.runtime.regions`), never on numpy.
 """
 
 from __future__ import annotations

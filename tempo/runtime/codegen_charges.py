@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 
 from tempo.core import ops
+from tempo.core.configs import TUNING
 from tempo.core.sdg import SDG, TensorId
 
 _VIEWS: tuple[type[ops.Op], ...] = (ops.ReshapeOp, ops.PermuteOp, ops.ExpandOp, ops.SliceOp)
@@ -103,12 +104,6 @@ class Charges:
         return [f"{pad}_A.live -= {' + '.join(out)}"]
 
 
-FOLD_BYTES = 256 << 10
-"""Largest excursion `fold` merges into one reservation. Per value a charge costs more
-than a decode step's small kernels (attribute reads and writes on the accountant, a
-comparison); reserving a few KiB for the whole statement list changes nothing a cap or
-the swap could act on, while large values keep their exact charge and credit points."""
-
 _CHARGE = re.compile(r"^( *)_A\.live \+= (\d+)$")
 _CREDIT = re.compile(r"^( *)_A\.live -= (\d+(?: \+ \d+)*)$")
 _EXITS = re.compile(r"^\s*(break|continue|return|yield)\b")
@@ -119,9 +114,9 @@ def fold(lines: list[str]) -> tuple[list[str], dict[int, int]]:
     `_A.live += E` (with the peak check) where its first charge was and `_A.live -= E`
     where its last credit was, E the highest running sum of its charges in program
     order, when the list's charges sum to zero (every value it charges is credited in
-    it), E <= FOLD_BYTES and no jump leaves the span. Live bytes then never fall below
-    what the exact charges gave at any line, so the peak stays an upper bound. Returns
-    the new lines and each kept old line's new index."""
+    it), E <= TUNING.fold_bytes (its docstring says why) and no jump leaves the span.
+    Live bytes then never fall below what the exact charges gave at any line, so the
+    peak stays an upper bound. Returns the new lines and each kept old line's new index."""
     suites: dict[tuple[int, int], list[tuple[int, int]]] = {}  # (header, indent) -> events
     stack: list[tuple[int, int]] = []
     for i, line in enumerate(lines):
@@ -147,7 +142,7 @@ def fold(lines: list[str]) -> tuple[list[str], dict[int, int]]:
             if run > top:
                 top, at = run, i
         first, last = events[0][0], events[-1][0]
-        if run != 0 or top > FOLD_BYTES or len(events) < 2 or any(
+        if run != 0 or top > TUNING.fold_bytes or len(events) < 2 or any(
                 _EXITS.match(lines[k]) for k in range(first, last + 1)):
             continue
         for i, d in events:

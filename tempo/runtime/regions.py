@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tempo.core import ops
+from tempo.core.configs import TUNING
 from tempo.core.dtype import dtypes
 from tempo.core.op_base import Op
 from tempo.core.ops_region import Ref, RegionOp
@@ -47,21 +48,11 @@ def region_kernel(op: RegionOp, be: Any, compiler: Compiler | None) -> Kernel:
     return hit[0]  # no wrapper: the executor names a failing member (`failing_member`)
 
 
-PAYBACK_S = 60.0
-"""A region the pass marked for `torch.compile` runs eagerly until its eager calls (all
-regions sharing its body) have taken this many seconds; only then is it compiled. The
-compile costs ~4.5 CPU-s and its first call ~10-15 s more (measured on the E5 learner,
-64x64x64-element regions, this CPU), and it saves 10-60% of a call past 2^18 elements
-(0.9x on the E5 learner, 0.35-0.62x at 1M elements): at a saving of 1/4 the compile pays
-back after ~60 s of eager time. Compiling at codegen instead made the E5 program compile
-in ~6 CPU-s (1.5 without) and its first run ~14 s longer for a ~10% faster learner, a
-loss for any run shorter than minutes (the E5 bench runs a few seconds)."""
-
-
 def after_payback(fn: Kernel, compiler: Compiler, payback_s: float | None = None,
                   sample: int = 8) -> Kernel:
-    """`fn`, run eagerly until it has spent `payback_s` (PAYBACK_S) seconds, then compiled
-    by `compiler` (see PAYBACK_S): short runs never pay the compile, long runs get it.
+    """`fn`, run eagerly until it has spent `payback_s` (TUNING.payback_s, whose docstring
+    says why) seconds, then compiled by `compiler`: short runs never pay the compile, long
+    runs get it (regions sharing a body share one such function).
     One call in `sample` is timed and stands for all of them (two clock reads cost more
     than a small region's kernels on a loaded machine)."""
     state: list[Any] = [None, 0, 0.0]  # compiled function, calls, estimated seconds spent
@@ -77,7 +68,7 @@ def after_payback(fn: Kernel, compiler: Compiler, payback_s: float | None = None
         t = clock()
         out = fn(*args)
         state[2] += (clock() - t) * sample
-        if state[2] >= (PAYBACK_S if payback_s is None else payback_s):
+        if state[2] >= (TUNING.payback_s if payback_s is None else payback_s):
             state[0] = compiler(fn)
         return out
 

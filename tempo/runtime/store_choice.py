@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from tempo.core.configs import TUNING
 from tempo.core.index_expr import Slice, Symbol
 from tempo.core.ops import SinkUDFOp, TiledAttentionOp, TiledReduceOp
 from tempo.core.sdg import SDG, TensorId
@@ -113,10 +114,9 @@ def _window_store(sdg: SDG, tid: TensorId, dim: int, w: int, size: int, u: int,
 
 
 def compaction_slack(w: int) -> int:
-    """Slots beyond W in a compacting window store: it moves W-1 points every slack+1
-    writes (in ceil((W-1)/(slack+1)) copies), so W/4 costs about 4/slack backend calls
-    per write for 25% more memory than the window."""
-    return max(1, -(-w // 4))
+    """Slots beyond W in a compacting window store: W / TUNING.compaction_slack_share,
+    rounded up (its docstring says why)."""
+    return max(1, -(-w // TUNING.compaction_slack_share))
 
 
 def _blocked(op: object) -> tuple[int, ...]:

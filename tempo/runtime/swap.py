@@ -17,11 +17,9 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from tempo.core.configs import TUNING
 from tempo.core.sdg import TensorId
 from tempo.runtime.stores import MemoryAccountant, Storage, TrackedStore
-
-HEADROOM = 8
-"""Under a cap, the schedule's offloads run once less than cap / HEADROOM is free."""
 
 
 class Offloaded:
@@ -64,13 +62,14 @@ class Swapper:
 
     def pressed(self) -> bool:
         """Whether the schedule's offloads should run: always without a cap (the plan is
-        what keeps the device small), under a cap only when less than a `HEADROOM`-th of
+        what keeps the device small), under a cap only when less than a
+        `TUNING.swap_headroom`-th of
         the cap is free (the point to offload still counted live). Below that, an offload
         would only move bytes the device has room for (TD(n)'s idle Adam moments at a few
         MiB under a 64 MiB cap); the margin is room for the charges that follow (a
         learner's scratch), and whatever passes it the swapper relieves on demand."""
         cap = self.acct.cap
-        return cap is None or self.acct.live > cap - cap // HEADROOM
+        return cap is None or self.acct.live > cap - cap // TUNING.swap_headroom
 
     def forget(self, store: Evictable, key: Any) -> None:
         self.order.pop((id(store), key), None)

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from tempo.runtime.codegen_charges import FOLD_BYTES, fold
+from tempo.core.configs import TUNING
+from tempo.runtime.codegen_charges import fold
 
 
 class _Acct:
@@ -52,7 +53,7 @@ def test_balanced_charges_fold_into_one_upper_bound_reservation() -> None:
 def test_unbalanced_large_or_jumping_lists_stay_exact() -> None:
     p = " " * 8
     carried = [*_charge(100, p), f"{p}probe()"]  # credited in another list
-    big = [*_charge(FOLD_BYTES + 1, p), f"{p}_A.live -= {FOLD_BYTES + 1}"]
+    big = [*_charge(TUNING.fold_bytes + 1, p), f"{p}_A.live -= {TUNING.fold_bytes + 1}"]
     jump = [*_charge(8, p), f"{p}if i == 1:", f"{p}    continue", f"{p}_A.live -= 8"]
     for lines in (carried, big, jump):
         assert fold(lines)[0] == lines

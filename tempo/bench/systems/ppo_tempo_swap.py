@@ -26,7 +26,7 @@ from tempo.bench.timing import StatsLogger
 
 REPEATS = 2  # interleaved timed runs of each executable after its warm-up
 # Both executables run their fused regions as eager calls: a region marked for
-# torch.compile compiles once its eager calls pass regions.PAYBACK_S (60 s), which the
+# torch.compile compiles once its eager calls pass TUNING.payback_s (60 s), which the
 # capped runs at 3x96x96 and up reach mid-run, so one timed iteration would carry an
 # inductor compile (164 s/iter against 17 measured). The time compared is what the cap
 # costs (swap, tracking, incrementalisation), not when a compile lands. (torch.compile of

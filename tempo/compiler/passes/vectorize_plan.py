@@ -15,7 +15,7 @@ An op can run once over all `D` points of `d` when:
 
 An op that keeps a small part of each point of a producer that keeps its loop (the reward
 column of an env step's packed output) stays in the loop when the producer's points, or
-all `D` of them, are large (`GATHER_POINT_BYTES`, `GATHER_BYTES`): batched, it would
+all `D` of them, are large (`TUNING.gather_point_bytes`, `TUNING.gather_bytes`): batched, it would
 gather all `D` whole points — keeping them alive until the gather and copying them — to
 use a part of each.
 
@@ -33,7 +33,7 @@ from tempo.compiler.passes.accumulate import keeps_loop
 from tempo.compiler.passes.vectorize_pieces import Pieces, plan_pieces
 from tempo.compiler.passes.vectorize_rules import Batching, batch_op
 from tempo.core import ops
-from tempo.core.configs import ExecutionConfig
+from tempo.core.configs import TUNING, ExecutionConfig
 from tempo.core.dtype import DataType
 from tempo.core.index_expr import IndexExpr, Slice, Symbol
 from tempo.core.sdg import SDG, Edge, TensorId
@@ -41,13 +41,8 @@ from tempo.core.shape import Shape
 from tempo.schedule.loop_tree import strongly_connected
 
 # A looping producer is not gathered (its points stacked over `d`) for an op that keeps at
-# most half of each point when a point has GATHER_POINT_BYTES or the gather
-# GATHER_BYTES: the stack copies whole points to save one kernel call per point, and a
-# call (about 5 us with its dispatch) costs about as much as copying 64 KiB here; and the
-# gather keeps all `D` points alive until the batched op runs, where the loop keeps the
-# parts (E6: 128 env steps of 16 envs x 48 KiB stacked to read a reward each).
-GATHER_POINT_BYTES = 64 << 10
-GATHER_BYTES = 1 << 20
+# most half of each point when a point is large or the gather is: TUNING.gather_point_bytes
+# and TUNING.gather_bytes (their docstrings say why).
 
 
 @dataclass
@@ -218,7 +213,7 @@ def _drop_shrinking_gathers(sdg: SDG, d: Symbol, size: int,
                             found: dict[int, tuple[Batching, Pieces | None, list[Read]]],
                             scc_of: dict[int, list[int]]) -> None:
     """Candidates that would gather large points of a looping producer to keep at most
-    half of each (see GATHER_POINT_BYTES) keep their loop (`size`: D)."""
+    half of each (see TUNING.gather_point_bytes) keep their loop (`size`: D)."""
     for i in list(found):
         if i not in found or found[i][1] is not None:
             continue
@@ -230,7 +225,7 @@ def _drop_shrinking_gathers(sdg: SDG, d: Symbol, size: int,
                 continue  # not a gather
             n = _nbytes(sdg.read_shape(e), sdg.tensors[e.src].dtype)
             if n is not None and 2 * out <= n and (
-                    n >= GATHER_POINT_BYTES or n * size >= GATHER_BYTES):
+                    n >= TUNING.gather_point_bytes or n * size >= TUNING.gather_bytes):
                 for j in scc_of.get(i, [i]):
                     found.pop(j, None)
                 break
