@@ -152,3 +152,7 @@ def test_kernel_calls_do_not_grow_with_b_and_are_constant_per_step() -> None:
     c8, c12 = _calls(16, 8), _calls(16, 12)
     assert c4[1] == c8[1] == c12[1]
     assert c12[0] - c8[0] == c8[0] - c4[0]  # the same number of calls per step
+    # per step of the 2 iterations: the step region (policy, env, its next-state `where`)
+    # once per iteration and 2 per-t index ops once per run — 4 (it was 11 while GAE's
+    # bootstrap `v[min(t+1, T-1)]` looped and the env's `where` was a region of its own)
+    assert (c8[0] - c4[0]) / 4 == 4
