@@ -13,11 +13,11 @@ thread):
   run and keep their first output, then return it at once; the stubs' own cost is
   subtracted, calibrated on the very closure the twin uses. Tensor allocation and freeing
   happen inside the kernels, so they count there (the baselines pay them too);
-- store copies: the stores' data movement (a block slot's `copy_`, a deferred block
-  store's `stack` + `copy_` at its first read, `cat` of ranges spanning blocks, `stack`
-  of point ranges) is a backend kernel too, which the baselines pay in their own way: it
-  is counted and stubbed separately, and "outside" is reported with those copies and
-  without them (never hidden in either);
+- store copies: the stores' data movement (a block buffer's allocation, a block slot's
+  `copy_`, a deferred block store's `stack` + `copy_` at its first read, `cat` of ranges
+  spanning blocks, `stack` of point ranges) is backend work too, which the baselines
+  pay in their own way: it is counted and stubbed separately, and "outside" is
+  reported with those copies and without them (never hidden in either);
 - stub: the run with the generated code's calls stubbed (regions whole): only the
   generated code, stores and frees, per call the generated code makes.
 
@@ -148,9 +148,10 @@ def leaf_twin(make: Callable[[], Any], state: list[int],
               armed: list[Callable[[], None]]) -> Any:
     """`make()` with every leaf kernel wrapped by `_leaf` (armed by `armed`; an op's kernel; a fused
     region's members, a folded clamp included, are leaves, the region is not), and the
-    stores' data movement too (block-slot `copy_`, the deferred stores' `stack`, range
-    `cat`, point-range `stack`: backend kernels the baselines pay as well, counted in
-    state[2]). state = [unused, leaf calls, movement calls, stub movement]. Fused regions
+    stores' data movement too (block buffers' allocation, block-slot `copy_`, the
+    deferred stores' `stack`, range `cat`, point-range `stack`: backend kernels the
+    baselines pay as well, counted in state[2]; a stubbed allocation returns the first
+    buffer of its shape). state = [unused, leaf calls, movement calls, stub movement]. Fused regions
     are rebuilt for the twin (their body cache is set aside)."""
     from tempo.core.ops_region import RegionOp
     from tempo.runtime import regions
@@ -158,7 +159,7 @@ def leaf_twin(make: Callable[[], Any], state: list[int],
     from tempo.runtime.executor import executor
 
     orig = (TorchBackend.kernel, TorchBackend.stack, regions.clamp_kernel,
-            executor.array_ops, executor.stack_along)
+            executor.array_ops, executor.stack_along, TorchBackend.alloc_block)
     cache = dict(regions._CACHE)
 
     def kernel(self: Any, op: Any) -> Any:
@@ -173,6 +174,15 @@ def leaf_twin(make: Callable[[], Any], state: list[int],
     def stack(self: Any, xs: Any) -> Any:
         return stack_leaf(self, xs)
 
+    blocks: dict[tuple, Callable[..., Any]] = {}  # a stub per buffer shape
+
+    def alloc_block(self: Any, n: int, shape: tuple[int, ...], dt: Any,
+                    at_front: bool = True) -> Any:
+        key = (n, shape, dt, at_front)
+        if key not in blocks:
+            blocks[key] = moved(lambda: orig[5](self, n, shape, dt, at_front))
+        return blocks[key]()
+
     def array_ops(name: str) -> tuple[Callable, Callable, Callable]:
         select, put, cat = orig[3](name)
         return select, moved(put), moved(cat)
@@ -180,6 +190,7 @@ def leaf_twin(make: Callable[[], Any], state: list[int],
     regions._CACHE.clear()
     TorchBackend.kernel = kernel  # type: ignore[method-assign]  # bench-only patch
     TorchBackend.stack = stack  # type: ignore[method-assign]  # bench-only patch
+    TorchBackend.alloc_block = alloc_block  # type: ignore[method-assign]  # bench-only patch
     regions.clamp_kernel = lambda: _leaf(orig[2](), state, armed)
     executor.array_ops = array_ops  # type: ignore[assignment]  # bench-only patch
     executor.stack_along = lambda name: moved(orig[4](name))  # type: ignore[assignment]  # bench-only patch
@@ -187,7 +198,8 @@ def leaf_twin(make: Callable[[], Any], state: list[int],
         return make()
     finally:
         TorchBackend.kernel, TorchBackend.stack = orig[0], orig[1]  # type: ignore[method-assign]  # restored
-        regions.clamp_kernel, executor.array_ops, executor.stack_along = orig[2:]
+        TorchBackend.alloc_block = orig[5]  # type: ignore[method-assign]  # restored
+        regions.clamp_kernel, executor.array_ops, executor.stack_along = orig[2:5]
         regions._CACHE.clear()
         regions._CACHE.update(cache)
 
@@ -299,7 +311,8 @@ def main() -> None:
         print(f"{which}: compiling ...", flush=True)
         m = measure(functools.partial(build, which, args.t))
         line = (f"{which}: {m['calls']:.0f} calls/run, {m['leaf_calls']:.0f} leaf kernel "
-                f"calls, {m['moves']:.0f} store copies; total {m['total_ms']:.1f} ms CPU; "
+                f"calls, {m['moves']:.0f} store copies/allocations; total "
+                f"{m['total_ms']:.1f} ms CPU; "
                 f"outside kernels {m['outside_ms']:.1f} ms = {m['outside_leaf_us']:.2f} "
                 f"us/leaf call with store copies, {m['bare_ms']:.1f} ms = "
                 f"{m['bare_leaf_us']:.2f} us/leaf call without; generated code + stores "

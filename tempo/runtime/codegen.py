@@ -121,11 +121,14 @@ class CodeGen:
         self.resolved: dict[str, bool | str] = {}  # conditions the run emitted decides
         self.inv = Invariants()  # what the `for` loops being emitted bind before them
 
-    def plan_locals(self, tree: Node, candidates: set[TensorId], tracked: bool) -> None:
+    def plan_locals(self, tree: Node, candidates: set[TensorId], tracked: bool,
+                    scans: bool = False) -> None:
         """Keep the candidates that are consumed where they are made in locals: those
         freed where they are made (`transient_tensors`, charged by a tracked run), and
         those one local can hold (`one_slot_tensors`; a tracked run takes only those
-        that are a stored value under another name, which it charges nothing)."""
+        that are a stored value under another name, which it charges nothing; an
+        untracked one also recurrences its loop carries, unless loops may become scans
+        (`scans`), which carry them themselves)."""
         def exec_key(op_id: int, point: tuple[str, ...]) -> str:
             op = self.sdg.ops[op_id]
             names = self._names(op, point)
@@ -138,7 +141,8 @@ class CodeGen:
             return self._key([m.to_py(names) for m in e.expr])
 
         self.local = transient_tensors(tree, self.sdg, candidates, exec_key, read_key)
-        slots = one_slot_tensors(tree, self.sdg, candidates - self.local, exec_key, read_key)
+        slots = one_slot_tensors(tree, self.sdg, candidates - self.local, exec_key, read_key,
+                                 carried=not tracked and not scans)  # (a scan carries them)
         slot = set(slots)
         if tracked:  # charged at the write and credited at a free that runs with it, or
             self.local |= {t for t, paired in slots.items() if paired}
@@ -539,7 +543,7 @@ def generate(
         gen.plan_locals(tree, {tid for tid, s in stores.items() if isinstance(s, dict)
                                and (type(s) is dict or accountant is not None)
                                and not sdg.is_kept(tid.op_id) and tid not in stop},
-                        tracked=accountant is not None)
+                        tracked=accountant is not None, scans=loops is not None)
         if accountant is not None:
             gen.charges = Charges(sdg, gen.local, views_share)
     if loops is not None:

@@ -177,6 +177,7 @@ def one_slot_tensors(
     candidates: set[TensorId],
     exec_key: Callable[[int, tuple[str, ...]], str],
     read_key: Callable[[Edge, tuple[str, ...]], str | None],
+    carried: bool = False,
 ) -> dict[TensorId, bool]:
     """The candidates a single local can hold, each with whether its one free runs exactly
     when its write does (under the same ifs, not in a deeper loop: a tracked run can
@@ -188,7 +189,12 @@ def one_slot_tensors(
     write may sit in an if and the reads and frees anywhere later in the iteration, so
     a free may run where the write did not (a tracked run's charges need more). The
     write's point names every enclosing loop's counter, so a read in a later iteration
-    can never want an older write's point."""
+    can never want an older write's point.
+
+    With `carried` (an untracked run: nothing charges the local), a recurrence carried by
+    the write's loop qualifies too (the Adam state `m[i] = b m[i-1] + g[i]`): reads and
+    frees of the previous iteration's point that run before the write in its iteration
+    (the local still holds that point then)."""
     sites = _all_sites(tree)
     out: dict[TensorId, bool] = {}
     for tid in candidates:
@@ -199,14 +205,35 @@ def one_slot_tensors(
         key = exec_key(tid.op_id, p.node.point)
         if not all(re.search(rf"\b{c}\b", key) for c in p.counters):
             continue  # each write names a point of its own iteration: no older one is read
-        if not all(_names_it(f, exec_key(tid.op_id, f.node.point), p, key) for f in frees):
+        prev = _previous(p, key) if carried else None
+        if not all(_names_it(f, exec_key(tid.op_id, f.node.point), p, key)
+                   or _names_prev(f, exec_key(tid.op_id, f.node.point), p, prev)
+                   for f in frees):
             continue
-        if all(readers and all(_names_it(r, read_key(e, r.node.point), p, key)
-                               for r in readers)
+        if all(readers and all(_names_it(r, got, p, key) or _names_prev(r, got, p, prev)
+                               for r in readers for got in [read_key(e, r.node.point)])
                for e in sdg.readers(tid) for readers in [sites.get(e.sink, [])]):
             f = frees[0]
             out[tid] = len(frees) == 1 and f.loop is p.loop and f.ifs == p.ifs
     return out
+
+
+def _previous(p: _Site, key: str) -> str | None:
+    """The point write `p` (at `key`) made in the previous iteration of its innermost
+    loop, if it runs in every iteration of that loop (no if around it inside it)."""
+    loop = p.loop
+    if not isinstance(loop, Loop) or loop.step not in (1, -1) or any(
+            step[0] == "I" for step in p.path[p.loop_at:]):
+        return None
+    c = loop.counter
+    return re.sub(rf"\b{c}\b", f"({c} - 1)" if loop.step == 1 else f"({c} + 1)", key)
+
+
+def _names_prev(x: _Site, got: str | None, p: _Site, prev: str | None) -> bool:
+    """Access `x` runs before write `p` in the same iteration of `p`'s loop and names
+    the point `p` made in the iteration before (`prev`)."""
+    return prev is not None and got is not None and x.loop is p.loop and _after(p, x) \
+        and _subst(got, x.eqs) == _subst(prev, x.eqs)
 
 
 def _names_it(x: _Site, got: str | None, p: _Site, key: str) -> bool:

@@ -108,3 +108,36 @@ def test_a_block_stored_recurrence_is_read_back_from_its_local(cfg, backend: str
     exe.reset()
     exe.execute()  # a second run starts from the first point again
     np.testing.assert_allclose(fwd[-1], np.sum(xs, 0), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("tracked", [False, True])
+@pytest.mark.parametrize("backend", ["torch", "numpy"])
+def test_a_recurrence_an_outer_loop_carries_is_one_local(cfg, backend: str,  # noqa: ANN001
+                                                         tracked: bool) -> None:
+    """m[0] = g[0], m[i] = 0.9 m[i-1] + g[i] (the Adam state pattern), read at i by a sink
+    and at i-1 by its own step, over (i, t) with a t loop inside: untracked, m lives in
+    one local across the i loop (no store); tracked, in its store. Equal to numpy."""
+    I_, T_ = 4, 3
+    data = np.random.default_rng(5).standard_normal((I_, T_, D)).astype(np.float32)
+    ctx = TempoContext(_cfg(cfg, backend, tracked), num_dims=2)
+    (i, II), (t, TT) = ctx.variables_and_bounds
+    got: list[np.ndarray] = []
+    with ctx:
+        x = RT.source_with_ts_udf(lambda ts: data[ts[i], ts[t]], (D,), dtypes.float32,
+                                  domain=(i, t))
+        g = x[i, 0:TT].sum(0)
+        m = RT.placeholder((D,), dtypes.float32, domain=(i,))
+        m[0] = g
+        m[True] = m[i - 1] * 0.9 + g
+        m.sink_udf(lambda v: got.append(np.asarray(v).copy()))
+    exe = ctx.compile({II: I_, TT: T_})
+    exe.execute()
+    want, acc = [], np.zeros(D, np.float32)
+    for a in range(I_):
+        acc = data[a].sum(0) if a == 0 else acc * 0.9 + data[a].sum(0)
+        want.append(acc)
+    np.testing.assert_allclose(np.stack(got), np.stack(want), rtol=1e-5, atol=1e-5)
+    merges = [op.op_id for op in exe.sdg.ops.values() if isinstance(op, ops.MergeOp)]
+    assert merges
+    src = exe.generated.source
+    assert any(_writes_store(src, mg) for mg in merges) == tracked, src
