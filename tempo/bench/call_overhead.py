@@ -190,15 +190,16 @@ def leaf_twin(make: Callable[[], Any], state: list[int],
     regions._CACHE.clear()
     TorchBackend.kernel = kernel  # type: ignore[method-assign]  # bench-only patch
     TorchBackend.stack = stack  # type: ignore[method-assign]  # bench-only patch
-    TorchBackend.alloc_block = alloc_block  # type: ignore[method-assign]  # bench-only patch
     regions.clamp_kernel = lambda: _leaf(orig[2](), state, armed)
     executor.array_ops = array_ops  # type: ignore[assignment]  # bench-only patch
     executor.stack_along = lambda name: moved(orig[4](name))  # type: ignore[assignment]  # bench-only patch
     try:
-        return make()
+        exe = make()
+        # (the stores allocate through the backend at run time: the twin's own backend)
+        exe.backend.alloc_block = functools.partial(alloc_block, exe.backend)
+        return exe
     finally:
         TorchBackend.kernel, TorchBackend.stack = orig[0], orig[1]  # type: ignore[method-assign]  # restored
-        TorchBackend.alloc_block = orig[5]  # type: ignore[method-assign]  # restored
         regions.clamp_kernel, executor.array_ops, executor.stack_along = orig[2:5]
         regions._CACHE.clear()
         regions._CACHE.update(cache)
