@@ -12,7 +12,7 @@ from tempo.core import ops
 from tempo.core.errors import BoundError, TempoError, UnsupportedError
 from tempo.core.index_expr import PY_GLOBALS, IndexSequence, Slice
 from tempo.core.sdg import SDG, Edge, TensorId
-from tempo.runtime.codegen_charges import Charges, fold
+from tempo.runtime.codegen_charges import Charges, fold, tighten
 from tempo.runtime.codegen_locals import (
     WriteThrough,
     one_slot_tensors,
@@ -555,6 +555,9 @@ def generate(
         # one reservation per statement list of small charges; not under a cap, where a
         # reservation above the exact live bytes would fail (or swap) a program that fits
         gen.lines, where = fold(gen.lines)
+        gen.line_ops = {where[k - 2] + 2: v for k, v in gen.line_ops.items() if k - 2 in where}
+    elif gen.charges is not None:  # under a cap: only the exact merges
+        gen.lines, where = tighten(gen.lines)
         gen.line_ops = {where[k - 2] + 2: v for k, v in gen.line_ops.items() if k - 2 in where}
     if steps and _needs_last_step(tree):
         # a last step for statements after the outer loop (or the whole of a program

@@ -166,3 +166,65 @@ def fold(lines: list[str]) -> tuple[list[str], dict[int, int]]:
 
 
 _HIGH = re.compile(r"^\s*_A\.high\((-?\d+), (\d+), \d+\)$")
+
+
+_DROP = re.compile(r"^( *)vs\d+_\d+ = None$")
+
+
+def _pad(line: str) -> int:
+    return len(line) - len(line.lstrip(" "))
+
+
+def _charge_at(lines: list[str], j: int, indent: int) -> int | None:
+    """The bytes of the charge (with its peak check) starting at line j, at `indent`."""
+    m = _CHARGE.match(lines[j]) if j + 2 < len(lines) else None
+    if m is None or len(m.group(1)) != indent or \
+            lines[j + 1] != f"{m.group(1)}if _A.live > _A.peak:" or not _HIGH.match(lines[j + 2]):
+        return None
+    return int(m.group(2))
+
+
+def tighten(lines: list[str]) -> tuple[list[str], dict[int, int]]:
+    """Exact merges of neighbouring charge statements, valid under a device cap (unlike
+    `fold`, nothing is reserved early): credits separated only by dropped locals become
+    one credit, and a credit of `a` bytes right before a charge of `b` becomes one
+    statement — `live -= a - b` without a peak check when a >= b (live is then no higher
+    than bytes already checked), else `live += b - a` and the charge's own check, which
+    sees the same live bytes as before. Returns the new lines and each kept old line's new
+    index."""
+    out: list[str] = []
+    where: dict[int, int] = {}
+    i = 0
+    while i < len(lines):
+        m = _CREDIT.match(lines[i])
+        if m is None:
+            where[i] = len(out)
+            out.append(lines[i])
+            i += 1
+            continue
+        pad, indent = m.group(1), len(m.group(1))
+        a = sum(int(x) for x in m.group(2).split(" + "))
+        j, drops = i + 1, []
+        while j < len(lines) and _pad(lines[j]) == indent:
+            if _DROP.match(lines[j]):
+                drops.append(j)
+            elif (mc := _CREDIT.match(lines[j])) is not None:
+                a += sum(int(x) for x in mc.group(2).split(" + "))
+            else:
+                break
+            j += 1
+        for k in drops:  # (a credit moves past dropped locals: nothing reads live there)
+            where[k] = len(out)
+            out.append(lines[k])
+        b = _charge_at(lines, j, indent) if j < len(lines) else None
+        if b is None:
+            out.append(f"{pad}_A.live -= {a}")
+            i = j
+        elif a >= b:
+            if a > b:
+                out.append(f"{pad}_A.live -= {a - b}")
+            i = j + 3
+        else:
+            out.extend([f"{pad}_A.live += {b - a}", lines[j + 1], lines[j + 2]])
+            i = j + 3
+    return out, where

@@ -57,3 +57,39 @@ def test_unbalanced_large_or_jumping_lists_stay_exact() -> None:
     jump = [*_charge(8, p), f"{p}if i == 1:", f"{p}    continue", f"{p}_A.live -= 8"]
     for lines in (carried, big, jump):
         assert fold(lines)[0] == lines
+
+
+def test_tighten_merges_neighbours_exactly_under_a_cap() -> None:
+    """`tighten` (used under a device cap) keeps live bytes at every probe and the peak
+    exactly as the unmerged charges give them, in random statement lists."""
+    import random
+
+    from tempo.runtime.codegen_charges import tighten
+
+    rng = random.Random(5)
+    p = " " * 8
+    for _ in range(200):
+        lines, live = [], 0
+        for _ in range(rng.randint(1, 14)):
+            r = rng.random()
+            if r < 0.35 or live == 0:
+                n = rng.choice((8, 16, 64, 1000))
+                lines += _charge(n, p, op=rng.randint(1, 9))
+                live += n
+            elif r < 0.7:
+                n = rng.choice([x for x in (8, 16, 64, 1000) if x <= live] or [live])
+                lines.append(f"{p}_A.live -= {n}")
+                live -= n
+            elif r < 0.85:
+                lines.append(f"{p}vs{rng.randint(1, 9)}_0 = None")
+            else:
+                lines.append(f"{p}probe()")
+        lines.append(f"{p}probe()")
+        tight, where = tighten(lines)
+        assert _trace(tight) == _trace(lines), "\n".join(lines)
+        assert all(tight[where[k]] == lines[k] for k in where)
+    lines = [*_charge(64, p), f"{p}_A.live -= 64", f"{p}vs3_0 = None", f"{p}_A.live -= 16",
+             *_charge(16, p, op=4), f"{p}_A.live -= 8", *_charge(100, p, op=5)]
+    tight = tighten(lines)[0]
+    assert tight == [*_charge(64, p), f"{p}vs3_0 = None", f"{p}_A.live -= 64",
+                     f"{p}_A.live += 92", f"{p}if _A.live > _A.peak:", f"{p}    _A.high(5, 0, 100)"]
