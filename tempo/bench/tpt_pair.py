@@ -4,7 +4,8 @@ on a shared machine never trust one absolute time).
 `python -m tempo.bench.tpt_pair [--t 256[,1024]] [--reps 9] [--attn causal,window]` compiles the
 Tempo GPT-2-core system (with the bench's 48 MiB device cap, so Tempo's accountant is on as
 in E1) and builds the Torch-opt baseline on the same weights, then alternates their decodes
-with one torch thread and prints min and median ms per token, their ratios and `uptime`.
+with one torch thread and prints min and median ms per token, their ratios (wall, and thread
+CPU time, which a loaded machine's waits for a core do not inflate) and `uptime`.
 The E1 grid runs each system in its own subprocess; this is the paired check of its ratio
 claims. Lines are appended to results/tpt_pair.txt.
 """
@@ -44,18 +45,21 @@ def pair(attn: str, seq_len: int, reps: int) -> str:
     base = TorchGpt2Decoder(cfg, DeviceMemoryAccountant(), weights=w, x0=x0)
     tempo.run()
     base.run()  # warm both
-    ours, theirs = [], []
+    times: dict[str, list[float]] = {k: [] for k in ("ours", "theirs", "ours_cpu", "theirs_cpu")}
     for _ in range(reps):
-        t = time.perf_counter()
-        tempo.run()
-        ours.append((time.perf_counter() - t) / seq_len * 1e3)
-        t = time.perf_counter()
-        base.run()
-        theirs.append((time.perf_counter() - t) / seq_len * 1e3)
+        for name, system in (("ours", tempo), ("theirs", base)):
+            t0, c0 = time.perf_counter(), time.thread_time()
+            system.run()
+            times[name + "_cpu"].append((time.thread_time() - c0) / seq_len * 1e3)
+            times[name].append((time.perf_counter() - t0) / seq_len * 1e3)
+    ours, theirs = times["ours"], times["theirs"]
     mo, mt = statistics.median(ours), statistics.median(theirs)
+    oc, tc = times["ours_cpu"], times["theirs_cpu"]
     return (f"{attn} T={seq_len}: tempo min {min(ours):.3f} med {mo:.3f} ms/token | torch-opt "
             f"min {min(theirs):.3f} med {mt:.3f} | tempo/torch-opt min "
-            f"{min(ours) / min(theirs):.2f} med {mo / mt:.2f} | compile {compile_s:.1f} CPU-s")
+            f"{min(ours) / min(theirs):.2f} med {mo / mt:.2f} | thread CPU min "
+            f"{min(oc) / min(tc):.2f} med {statistics.median(oc) / statistics.median(tc):.2f}"
+            f" | compile {compile_s:.1f} CPU-s")
 
 
 def main() -> None:
