@@ -2,7 +2,9 @@
 t — unless the path passes an op without t (a sum over every t, read back at each t),
 where its coordinate is lost. Joining two ops across such a path makes a group wait on
 itself: isl's grouping (`schedule.grouping.group_ops`, the fallback scheduler) then found
-no schedule and compiled again ungrouped. Results against numpy."""
+no schedule and compiled again ungrouped, and the grouping pass's regions
+(`compiler.passes.grouping`, see `grouping_escapes`) failed the compile with "could not
+find an order". Results against numpy."""
 
 from __future__ import annotations
 
@@ -20,7 +22,7 @@ from tempo.core.dtype import dtypes
 from tempo.schedule import scheduler
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "core"))
-from programs import run_once  # noqa: E402
+from programs import all_passes, run_once  # noqa: E402
 
 T_ = 6
 XS = np.random.default_rng(3).standard_normal((T_, 4)).astype(np.float32)
@@ -61,3 +63,10 @@ def test_isl_grouping_does_not_join_across_a_sum_over_t(
     got, _ = run_once(_cfg(backend), 1, _build, {0: T_})
     np.testing.assert_allclose(np.asarray(got["b"]), _reference(), rtol=1e-5)
     assert calls == [True], "the grouped program had no schedule: isl ran again ungrouped"
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+def test_regions_do_not_join_across_a_sum_over_t(backend: str) -> None:
+    cfg = dataclasses.replace(all_passes(_cfg(backend)), enable_vectorization=False)
+    got, _ = run_once(cfg, 1, _build, {0: T_})
+    np.testing.assert_allclose(np.asarray(got["b"]), _reference(), rtol=1e-5)

@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterable
 import islpy as isl
 
 from tempo.compiler.passes.grouping_cycles import Interval, edge_distance, returns
+from tempo.compiler.passes.grouping_escapes import Escapes
 from tempo.core import ops
 from tempo.core.configs import ExecutionConfig
 from tempo.core.index_expr import IndexSequence, Symbol
@@ -204,7 +205,9 @@ def find_regions(sdg: SDG, max_size: int, static_only: bool = False) -> list[lis
     need = demands(sdg, order)
     ext = extendable(sdg, order, need)
     drops = partial_roots(sdg, order)
-    graphs = _graphs(sdg, {_names(sdg.ops[i]) for i in ok})
+    graphs, risky = _graphs(sdg, {_names(sdg.ops[i]) for i in ok} | {()})
+    has = {i: set(_names(op)) for i, op in sdg.ops.items()}
+    escapes = {names: Escapes(has, r, *graphs[()]) for names, r in risky.items() if r}
     parent = {i: i for i in sdg.ops}
     members: dict[int, list[int]] = {i: [i] for i in sdg.ops}
     gneed = dict(need)  # a group's demand (a fresh one per group that mixes demands)
@@ -232,8 +235,11 @@ def find_regions(sdg: SDG, max_size: int, static_only: bool = False) -> list[lis
         # (it enters the variable and leaves it again: the batched `t < limit` of E5's
         # env step, read by the recurrence at each t, and the batched rewards reading
         # every t of the loop), so those reads stay; `returns` sums paths exactly.
+        # Nor does a path through an op without such a variable keep its coordinate
+        # along it (`grouping_escapes`): joins such a path may link are summed too.
         succ = graphs[names][0]
-        if not (a in succ[b] or detour(succ, a, b) or detour(succ, b, a)):
+        if not (a in succ[b] or detour(succ, a, b) or detour(succ, b, a)) and not (
+                names in escapes and escapes[names].undecided(a, b)):
             return True
 
         def dist(e: Edge) -> Interval:
@@ -266,6 +272,8 @@ def find_regions(sdg: SDG, max_size: int, static_only: bool = False) -> list[lis
             gext[a] = gext[a] and gext[b]
             for succ, pred in graphs.values():
                 _merge(succ, pred, a, b)
+            for esc in escapes.values():
+                esc.merged(a, b)
     rank = {i: k for k, i in enumerate(order)}
     return [sorted(ms, key=rank.__getitem__) for ms in members.values() if len(ms) > 1]
 
@@ -277,11 +285,12 @@ def _names(op: Op) -> tuple[str, ...]:
     return tuple(v.name for v in op.domain.variables)
 
 
-def _graphs(sdg: SDG, spaces: set[tuple[str, ...]]) -> dict[tuple[str, ...], Graph]:
+def _graphs(sdg: SDG, spaces: set[tuple[str, ...]]
+            ) -> tuple[dict[tuple[str, ...], Graph], dict[tuple[str, ...], set[str]]]:
     """For each tuple of a region's variables, the reads (successors, predecessors) that
     a path returning to the same point of such a region may take: every read but those
     moving along one of its variables that all reads move the same way (the iteration
-    dim's `w[i-1]`)."""
+    dim's `w[i-1]`); and those variables (the space `()` keeps every read)."""
     _, interval_of = zero_distance_oracle(sdg)
     every = [e for es in sdg.in_edges.values() for e in es]
     edges = [e for e in every if e.src.op_id != e.sink]
@@ -292,8 +301,9 @@ def _graphs(sdg: SDG, spaces: set[tuple[str, ...]]) -> dict[tuple[str, ...], Gra
             lows[n], highs[n] = min(lows.get(n, INF), lo), max(highs.get(n, -INF), hi)
     monotone = {n for n in lows if lows[n] >= 0 or highs[n] <= 0}
     out: dict[tuple[str, ...], Graph] = {}
+    risky: dict[tuple[str, ...], set[str]] = {}
     for names in spaces:
-        along = monotone & set(names)
+        along = risky[names] = monotone & set(names)
         succ: dict[int, set[int]] = {i: set() for i in sdg.ops}
         pred: dict[int, set[int]] = {i: set() for i in sdg.ops}
         for e in edges:
@@ -301,7 +311,7 @@ def _graphs(sdg: SDG, spaces: set[tuple[str, ...]]) -> dict[tuple[str, ...], Gra
                 succ[e.src.op_id].add(e.sink)
                 pred[e.sink].add(e.src.op_id)
         out[names] = (succ, pred)
-    return out
+    return out, risky
 
 
 def _merge(succ: dict[int, set[int]], pred: dict[int, set[int]], a: int, b: int) -> None:
