@@ -8,11 +8,18 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from tempo.core import ops
-from tempo.core.errors import BoundError, TempoError, UnsupportedError
+from tempo.core import naming, ops
+from tempo.core.errors import TempoError, UnsupportedError
 from tempo.core.index_expr import PY_GLOBALS, IndexSequence, Slice
 from tempo.core.sdg import SDG, Edge, TensorId
 from tempo.runtime.codegen_charges import Charges, fold, tighten
+from tempo.runtime.codegen_endings import (
+    NOT_ENDED,
+    Ending,
+    counter_lag,
+    ended,
+    lagged_guards,
+)
 from tempo.runtime.codegen_locals import (
     WriteThrough,
     one_slot_tensors,
@@ -36,32 +43,6 @@ class Generated:
     namespace: dict[str, Any] = field(default_factory=dict)
     line_ops: dict[int, int] = field(default_factory=dict)
     filename: str = "<tempo-generated>"  # the code's name in tracebacks
-
-
-@dataclass(frozen=True)
-class Ending:
-    """Dimension `var` (bound `bound`, at most `maximum`) ends after the first point where
-    every element of boolean tensor `tensor` is true (API §7 item 10)."""
-
-    var: str
-    bound: str
-    maximum: int
-    tensor: TensorId
-    # the BoundError's text when the maximum is reached with no stop (a maximum the user did
-    # not give: `{T: done}` takes the config's); None: the maximum ends the dimension
-    exhausted: str | None = None
-    site: str = ""
-
-    def raise_exhausted(self) -> None:
-        raise BoundError(self.exhausted or "", site=self.site)
-
-
-NOT_ENDED = 1 << 62  # ENDS value while no stop point has been seen
-
-
-def ended(x: Any) -> bool:
-    """All elements true (a scalar or a batch of per-sequence flags; any backend)."""
-    return bool(x.all()) if hasattr(x, "all") else bool(x)
 
 
 def store_name(tid: TensorId) -> str:
@@ -104,6 +85,7 @@ class CodeGen:
         self.tick = tick  # record the memory timeline after each outer step
         self.endings = {e.tensor.op_id: e for e in endings}
         self.ended_loops: dict[int, Ending] = {}  # id(Loop) -> the ending it stops at
+        self.lag_guards: dict[int, tuple[str, str]] = {}  # id(Exec) -> (var, its point)
         self.kernel_ops = kernel_ops or {}
         self.blocked = blocked or {}
         self.steps = steps  # emit a generator yielding after each outer-loop iteration
@@ -278,6 +260,10 @@ class CodeGen:
                 self.emit(node.else_, ind + 1)
         elif isinstance(node, Exec):
             first = len(self.lines)
+            guard = self.lag_guards.get(id(node))
+            if guard is not None:  # a point past a lagged stop: skipped (guard_lagged)
+                self.lines.append(f"{pad}if {guard[1]} < ENDS[{guard[0]!r}]:")
+                pad += "    "
             self.exec_(node, pad)
             if node.op_id in self.endings:
                 self.stop_check(node, pad)
@@ -333,12 +319,18 @@ class CodeGen:
             end = self.endings[node.op_id]
             op = self.sdg.ops[node.op_id]
             at = self._names(op, node.point).get(end.var)
-            if not loops or loops[-1].counter != at or loops[-1].step != 1:
+            loop = loops[-1] if loops else None
+            lag = None if loop is None or loop.step != 1 else counter_lag(at, loop.counter)
+            if loop is None or lag is None:
+                stop = naming.tensor_label(self.sdg, end.tensor)
                 raise UnsupportedError(
-                    f"the stop condition of dimension {end.var} is not computed one point "
-                    f"at a time in the loop over {end.var} (it is at {at!r}): a boolean "
-                    "bound needs its tensor over that dimension and outer ones only")
-            self.ended_loops[id(loops[-1])] = end
+                    f"the stop condition {stop} of dimension {end.var} (bound "
+                    f"{end.bound}) is not computed one point at a time in the loop over "
+                    f"{end.var}: a boolean bound needs its tensor over that dimension and "
+                    "outer ones only", site=end.site)
+            if lag:
+                self.lag_guards.update(lagged_guards(self.sdg, loop, node, end, lag))
+            self.ended_loops[id(loop)] = end
 
     def stop_check(self, node: Exec, pad: str) -> None:
         end = self.endings[node.op_id]

@@ -4,6 +4,7 @@ after the loop sees the real extent, and nested loops restart at the maximum."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from tempo.api import RecurrentTensor as RT
@@ -135,3 +136,36 @@ def test_boolean_bound_errors() -> None:
     with pytest.raises(BoundError, match="not indexed"):
         ctx.compile({T: (5, (x >= 2.0)[t - 1])})
 
+
+
+@pytest.mark.parametrize("backend", ["torch", "jax", "numpy"])
+def test_a_bound_on_a_recurrence_fed_by_a_look_ahead_read(backend: str) -> None:
+    """`acc[t + 1] = acc + x[t + 1]` reads x one point ahead, so the scheduler shifts the
+    recurrence (its point t runs in iteration t + 1) and `done = acc > 6` is tested there:
+    the loop still ends after the first point where done is true, and a sink of x (unshifted)
+    is not called past that end."""
+    from tempo.core.configs import ExecutionConfig
+
+    ctx = TempoContext(ExecutionConfig(dev="cpu", backend=backend), num_dims=1)
+    ((t, T),) = ctx.variables_and_bounds
+    accs: list = []
+    xs: list = []
+    with ctx:
+        acc = RT.placeholder((), dtypes.float32, domain=(t,))
+        acc[0] = RT.const(1.0)
+        x = RT.source_with_ts_udf(lambda ts: np.float32(0.5 + 0.25 * ts[t]), (),
+                                  dtypes.float32, domain=(t,))
+        acc[t + 1] = acc + x[t + 1]
+        done = acc > 6.0
+        acc.sink_with_ts_udf(lambda v, ts: accs.append((ts[t], float(v))))
+        x.sink_with_ts_udf(lambda v, ts: xs.append((ts[t], float(v))))
+    exe = ctx.compile({T: done})
+    exe.execute()
+    want_x = [np.float32(0.5 + 0.25 * k) for k in range(100)]  # numpy reference
+    want = [np.float32(1.0)]
+    while not want[-1] > 6.0:
+        want.append(want[-1] + want_x[len(want)])
+    n = len(want)  # 6 points: acc first exceeds 6 at t = 5
+    assert accs == [(k, pytest.approx(float(v))) for k, v in enumerate(want)]
+    assert xs == [(k, pytest.approx(float(want_x[k]))) for k in range(n)]
+    assert exe.dimension_extents() == {t.name: n}
