@@ -25,7 +25,7 @@ from tempo.core.dtype import dtypes
 from tempo.core.errors import BoundError, UnsupportedError
 from tempo.core.index_expr import Symbol
 from tempo.core.sdg import SDG, TensorId
-from tempo.runtime.codegen import Ending
+from tempo.runtime.codegen_endings import Ending
 from tempo.runtime.executor.executor import PythonExecutor
 from tempo.schedule.scheduler import compute_schedule
 

@@ -324,7 +324,7 @@ class CodeGen:
             if loop is None or lag is None:
                 stop = naming.tensor_label(self.sdg, end.tensor)
                 raise UnsupportedError(
-                    f"the stop condition {stop} of dimension {end.var} (bound "
+                    f"the stop tensor ({stop}) of dimension {end.var} (bound "
                     f"{end.bound}) is not computed one point at a time in the loop over "
                     f"{end.var}: a boolean bound needs its tensor over that dimension and "
                     "outer ones only", site=end.site)

@@ -85,7 +85,7 @@ def lagged_guards(sdg: SDG, loop: Loop, stop: Exec, end: Ending,
         sink = isinstance(op, ops.SinkUDFOp)
         if c is None or c > lag or (sink and not seen_stop):
             raise UnsupportedError(
-                f"the stop condition {naming.tensor_label(sdg, end.tensor)} of dimension "
+                f"the stop tensor ({naming.tensor_label(sdg, end.tensor)}) of dimension "
                 f"{end.var} (bound {end.bound}) is computed {lag} iteration(s) after its "
                 f"point, and {naming.op_label(op)} runs where the stop test cannot end it "
                 "in time", site=end.site)

@@ -20,8 +20,9 @@ from tempo.core.sdg import SDG, TensorId
 from tempo.runtime.backend_registry import DLBackend
 from tempo.runtime.backends.protocol import Backend, Kernel
 from tempo.runtime.block_reads import PointBlocks
-from tempo.runtime.codegen import Ending, Generated, UndefinedPointError, generate
+from tempo.runtime.codegen import Generated, UndefinedPointError, generate
 from tempo.runtime.codegen_charges import SHARING_BACKENDS
+from tempo.runtime.codegen_endings import Ending
 from tempo.runtime.missing import bad_index_error, no_value_error, removed_error
 from tempo.runtime.regions import failing_member
 from tempo.runtime.static_args import bind_bounds
