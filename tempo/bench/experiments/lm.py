@@ -104,7 +104,8 @@ def _e1_grid(quick: bool) -> list[Point]:
 register(Experiment(
     "gpt2_tpt", "E1 — GPT-2-core time per token vs sequence length (Figs 9/10)",
     "Window: Tempo's TPT is flat in T while the static-mask JAX baseline grows ∝ T "
-    "(JAX/Tempo ≳ 5x at T=2048); causal: Tempo within 1.2–1.6x of Torch-opt. "
+    "(JAX/Tempo ≳ 5x at T=2048); causal: Tempo at most 1.2x Torch-opt (issue 10's goal; "
+    "the paper reports 1.2–1.6x, a bound a faster Tempo must not fail). "
     "Device cap 48 MiB: causal 4096 OOMs for all, JAX OOMs from 2048.",
     E1_SYSTEMS, _e1_grid, aliases=("e1",), timeout_s=900,
     extra={"table": TableSpec(
@@ -112,7 +113,7 @@ register(Experiment(
         ratios=(("tempo", "torch"), ("tempo", "jax"), ("tempo", "torchnaive"),
                 ("jax", "torch"), ("torchnaive", "torch"), ("tempojax", "jax")),
         checks=(_ratio_check("jax", "tempo", 5.0, 1e9, "window seq 2048"),
-                _ratio_check("tempo", "torch", 1.0, 1.6, "causal"),
+                _ratio_check("tempo", "torch", 0.0, 1.2, "causal"),
                 _growth_check("jax", "window", 1.5),
                 _flat_check("torch", "window", 0.3),
                 _ratio_check("torchnaive", "torch", 1.3, 2.5)),
