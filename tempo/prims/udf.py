@@ -86,7 +86,7 @@ def _batch_map_udf(op: ops.MapUDFOp, batched: list[bool], shapes: list[Any], D: 
     if fn is None:
         return None
     return Batching(replace(op, fn=fn, shape=op.shape.prepend_dim(D),
-                            lazy_vectorized_version=None), (None,), expand=True)
+                            lazy_vectorized_version=None), (None,) * len(batched), expand=True)
 
 
 primitive(ops.UDFSourceOp, grad=NOT_DIFFERENTIABLE, batching=_batch_udf_source, cost=copies,

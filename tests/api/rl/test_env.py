@@ -107,12 +107,12 @@ def test_vectorised_udfs_step_a_block_exactly_as_its_points() -> None:
     refs = [_reference(acts[k:k + 1], point_seed(7, (k, 1))) for k in range(B)]
     np.testing.assert_allclose(obs0, [r[0][0, 0] for r in refs], rtol=1e-6)
     for t in range(T):
-        packed = step(acts[:, t], {i: 1})
+        packed = step(acts[:, t], obs0, {i: 1})  # (the episode input is only read for order)
         for k, (ref_obs, ref_rew, ref_term) in enumerate(refs):
             np.testing.assert_allclose(packed[k, :4], ref_obs[0, t + 1], rtol=1e-6)
             assert packed[k, 4] == ref_rew[0, t] and (packed[k, 5] > 0.5) == ref_term[0, t]
     with pytest.raises(TempoError, match="point by point|vectorised"):
-        runner.step_point(np.int64(0), {b: 0, i: 1})
+        runner.step_point(np.int64(0), obs0[0], {b: 0, i: 1})
     assert runner.step_vectorized(t_sym, 2) is None  # episodes step along t: no batching
     with pytest.raises(TempoError, match="sequentially"):
         runner.step_block([(t_sym, 2)])
@@ -144,12 +144,12 @@ def test_trivial_block_is_one_vector_env_call_per_step() -> None:
         return inner(a)
 
     slot.envs[0].step = counting  # type: ignore[method-assign]
-    got += [step(acts[:, t], {}) for t in range(7)]
+    got += [step(acts[:, t], got[0], {}) for t in range(7)]
     assert calls == 7
     for k in range(B):
         np.testing.assert_array_equal(got[0][k], rs.reset_point({b: k}))
         for t in range(7):
-            np.testing.assert_array_equal(got[t + 1][k], rs.step_point(acts[k, t], {b: k}))
+            np.testing.assert_array_equal(got[t + 1][k], rs.step_point(acts[k, t], None, {b: k}))
     assert got[-1][:, -2].all()  # terminated after 5 steps, absorbing after
 
 
@@ -227,3 +227,30 @@ def test_custom_env_set_with_a_wrapper() -> None:
     np.testing.assert_array_equal(obs[:, 0], [0, 1, 2, 3, 3])
     np.testing.assert_array_equal(rew, [1, 1, 1, 0, 0])
     np.testing.assert_array_equal(term, [False, False, True, True, True])
+
+
+@pytest.mark.parametrize("backend", ["torch", "jax", "numpy"])
+def test_open_loop_actions_step_after_their_reset(backend: str) -> None:
+    """Actions that do not depend on the observation (a fixed open-loop policy) with only
+    the reward sunk: nothing reads the reset's observation, yet the steps need their episode
+    started (dead-code elimination removed the reset, and the run raised "no episode")."""
+    ctx = TempoContext(_cfg(backend), num_dims=1)
+    ((t, T),) = ctx.variables_and_bounds
+    seen: list[tuple[float, bool]] = []
+    with ctx:
+        env = Env.make_env("gym.CartPole-v1")
+        obs = RT.placeholder(env.observation_shape, env.observation_dtype, domain=(t,))
+        obs[0] = env.reset()
+        obs[t + 1], r, term, _ = env.step(RT.const(1).cast(env.action_dtype), domain=(t,))
+        r.sink_with_ts_udf(lambda v, ts: seen.append((float(v), False)))
+        term.sink_with_ts_udf(lambda v, ts: seen.__setitem__(ts[t], (seen[ts[t]][0], bool(v))))
+    ctx.compile({T: 12}).execute()
+    ref = gym.make("CartPole-v1")
+    ref.reset(seed=point_seed(7, ()))
+    want = []
+    for _ in range(12):
+        _, rew, done, _, _ = ref.step(1)
+        want.append((float(rew), bool(done)))
+        if done:
+            break
+    assert seen[:len(want)] == want

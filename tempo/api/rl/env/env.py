@@ -138,7 +138,10 @@ class Env:
         n_obs = math.prod(self.single_observation_shape)
         lead = self._lead()
         pack_dt = dtypes.float64 if runner.pack_dtype == np.float64 else dtypes.float32
-        packed = record1(ops.MapUDFOp, [a], domain=dom, fn=runner.step_point,
+        # the step reads its episode's first observation (and ignores it): the reset must
+        # run first and stays live when nothing else reads it (open-loop actions)
+        packed = record1(ops.MapUDFOp, [a, runner.reset_value], domain=dom,
+                         fn=runner.step_point,
                          shape=Shape.from_((*lead, n_obs + 3)), dtype=pack_dt, with_ts=True,
                          lazy_vectorized_version=runner.step_vectorized)
         d = len(lead)

@@ -183,7 +183,9 @@ class Runner:
         obs = self._fresh(key, 1, ()).reset([point_seed(self.seed, key)])
         return obs if self.num_envs is not None else obs[0]
 
-    def step_point(self, actions: Any, ts: dict) -> np.ndarray:
+    def step_point(self, actions: Any, _episode: Any, ts: dict) -> np.ndarray:
+        """One point's step; `_episode` is the reset's observation, read only to order the
+        step after its reset (Env.step)."""
         s = self.slot(self._key(ts), ())
         packed = self._pack(*s.step(self._actions(actions, s.n)))
         return packed if self.num_envs is not None else packed[0]
@@ -227,7 +229,8 @@ class Runner:
             return None
         return self.reset_block([(dim, size)]) if dim in self.vars else None
 
-    def step_vectorized(self, dim: Symbol, size: int) -> Callable[[Any, dict], Any] | None:
+    def step_vectorized(self, dim: Symbol, size: int
+                        ) -> Callable[[Any, Any, dict], Any] | None:
         """`lazy_vectorized_version(dim, size)` of step: one vector-env call per block."""
         return self.step_block([(dim, size)]) if dim in self.vars else None
 
@@ -264,17 +267,18 @@ class Runner:
                 cols.append(np.full(n, int(ts[v]), np.int64))
         return np.stack(cols, axis=1) if cols else np.zeros((n, 0), np.int64)
 
-    def step_block(self, dims: Sequence[tuple[Symbol, int]]) -> Callable[[Any, dict], Any]:
+    def step_block(self, dims: Sequence[tuple[Symbol, int]]
+                   ) -> Callable[[Any, Any, dict], Any]:
         """step over a block: one vector-env call for every point of the block."""
         syms, sizes = self._vec_dims(dims, "step"), tuple(int(s) for _, s in dims)
         per = self.num_envs or 1
         layout = tuple(zip(map(str, syms), sizes))
         self.step_layouts.add(layout)
 
-        def step(actions: Any, ts: dict) -> np.ndarray:
+        def step(actions: Any, episode: Any, ts: dict) -> np.ndarray:
             if layout not in self.layouts:  # reset kept its loop: step each point's env
                 a = to_numpy(actions).reshape((math.prod(sizes), -1))
-                return np.stack([self.step_point(a[k], p) for k, p in
+                return np.stack([self.step_point(a[k], episode, p) for k, p in
                                  enumerate(_points(ts, syms, sizes))]).reshape(
                                      (*sizes, *((per,) if self.num_envs else ()), -1))
             s = self.slot(self._key(ts, syms), layout)
