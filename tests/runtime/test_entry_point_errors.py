@@ -31,6 +31,7 @@ def _program(backend: str, tmp: Path, fail: bool, seen: list[int]) -> Any:
         if fail:
             x = RT.const(np.array([True, False])) & (RT.from_symbol(t) >= 0)
             (x - x).sink_udf(lambda v: None)
+        RT.barrier("end")
     return ctx.compile({T: 4})
 
 
@@ -40,7 +41,7 @@ def test_backend_failures_name_the_op_from_every_entry_point(
         backend: str, entry: str, tmp_path: Path) -> None:
     exe = _program(backend, tmp_path, True, [])
     run = {"execute": exe.execute, "tick": exe.tick,
-           "execute_until_barrier": lambda: exe.execute_until_barrier("absent")}[entry]
+           "execute_until_barrier": lambda: exe.execute_until_barrier("end")}[entry]
     with pytest.raises(BackendError) as info:
         run()
     msg = str(info.value)
@@ -51,7 +52,7 @@ def test_backend_failures_name_the_op_from_every_entry_point(
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_stepping_runs_match_execute(backend: str, tmp_path: Path) -> None:
-    """tick() and execute_until_barrier() (of a barrier the program lacks: to the end) run
+    """tick() and execute_until_barrier() (of the barrier recorded last: to the end) run
     the same points as execute(), in order, and start a fresh run once one ended."""
     whole: list[int] = []
     _program(backend, tmp_path, False, whole).execute()
@@ -60,7 +61,7 @@ def test_stepping_runs_match_execute(backend: str, tmp_path: Path) -> None:
     exe = _program(backend, tmp_path, False, seen)
     assert exe.tick() and seen == [0]
     assert exe.tick() and seen == [0, 1]
-    exe.execute_until_barrier("absent")
+    exe.execute_until_barrier("end")
     assert seen == whole
     exe.reset()
     while exe.tick():

@@ -14,7 +14,8 @@ import torch
 
 from tempo.core import naming, ops
 from tempo.core.configs import ExecutionConfig
-from tempo.core.errors import BackendError, ShapeError, TempoError
+from tempo.core.errors import BackendError, ShapeError, TempoError, user_site
+from tempo.core.op_sources import BarrierOp
 from tempo.core.ops_region import RegionOp
 from tempo.core.sdg import SDG, TensorId
 from tempo.runtime.backend_registry import DLBackend
@@ -283,6 +284,7 @@ class PythonExecutor(Executor):
     # ---------------------------------------------------------------- API
     def execute(self) -> None:
         self._executed = True
+        self._steps = None  # a whole run supersedes a stepping run left part-way
         self.accountant.reset_run()
         self._wrapped(self.generated, self.generated.fn)
 
@@ -357,6 +359,12 @@ class PythonExecutor(Executor):
 
     def execute_until_barrier(self, name: str) -> None:
         """Run until the barrier op called `name` has executed (or to the end)."""
+        labels = sorted({op.label for op in (self.recorded or self.sdg).ops.values()
+                         if isinstance(op, BarrierOp)})
+        if name not in labels:
+            raise TempoError(f"execute_until_barrier({name!r}): the program has no barrier of "
+                             f"that name (its barriers: {', '.join(map(repr, labels)) or 'none'}"
+                             "; make one with RecurrentTensor.barrier(name))", site=user_site())
         while True:
             more, marker = self._next_marker()
             if not more or marker == name:
