@@ -27,6 +27,14 @@ from tempo.runtime.codegen_locals import (
     write_through,
 )
 from tempo.runtime.codegen_reads import fetch_slices, read_slices, tiled_point_reads
+from tempo.runtime.codegen_static import (
+    bind,
+    charge_lines,
+    free_lines,
+    nbytes,
+    static_tensors,
+    write_name,
+)
 from tempo.runtime.loops_split import Invariants, emit_runs, resolved_branches
 from tempo.schedule.tree import Exec, Fetch, Free, If, Loop, Node, Offload, Seq, While
 
@@ -94,6 +102,7 @@ class CodeGen:
         self.lines: list[str] = []
         self.line_ops: dict[int, int] = {}
         self.local: set[TensorId] = set()
+        self.static: dict[TensorId, int] = {}  # point stores charged statically: bytes
         self.charges: Charges | None = None  # a tracked run's charges for its locals
         self.through = WriteThrough()  # block-stored values also kept in locals
         self.reading: int = 0  # id of the Exec whose reads are being emitted
@@ -352,7 +361,10 @@ class CodeGen:
                 self.lines.extend(self.charges.dropped_line(drop, pad))
         by_key: dict[str, list[str]] = {}
         for f in frees:
-            if f.tensor in self.stored and f.tensor not in self.local:
+            if f.tensor in self.static:
+                self.lines.extend(free_lines(store_name(f.tensor), self._key(list(f.point)),
+                                             self.static[f.tensor], pad))
+            elif f.tensor in self.stored and f.tensor not in self.local:
                 by_key.setdefault(self._key(list(f.point)), []).append(store_name(f.tensor))
         for key, stores in by_key.items():
             if len(stores) == 1:
@@ -409,7 +421,8 @@ class CodeGen:
                 self.lines.append(f"{pad}yield {op.label!r}")
         elif n == 1:
             self.lines.append(pad + self.assign(TensorId(op.op_id, 0), op, names, key, call))
-        elif not any(TensorId(op.op_id, k) in self.blocked for k in range(n)):
+        elif not any(TensorId(op.op_id, k) in self.blocked or TensorId(op.op_id, k) in
+                     self.static for k in range(n)):
             outs = ", ".join(self.target(TensorId(op.op_id, k), key) for k in range(n))
             self.lines.append(f"{pad}{outs} = {call}")
         else:
@@ -431,12 +444,16 @@ class CodeGen:
             tid = TensorId(op.op_id, k)
             if tid in self.local or tid in self.through.tensors:
                 self.lines.extend(self.charges.made(op, tid, names, sources, pad))
+            elif tid in self.static:
+                self.lines.extend(charge_lines(tid, self.static[tid], pad))
 
     def assign(self, tid: TensorId, op: ops.Op, names: dict[str, str], key: str,
                value: str) -> str:
         """The statement storing `value` as point `key` of `tid`: a block or window
         store's write copies it into its slot; anything else is an assignment."""
         d = self.blocked.get(tid)
+        if tid in self.static:
+            return f"{write_name(store_name(tid))}({key}, {value})"
         if d is None or tid in self.local:
             return f"{self.target(tid, key)} = {value}"
         point = [names[v.name] for v in op.domain.variables]
@@ -538,6 +555,10 @@ def generate(
                         tracked=accountant is not None, scans=loops is not None)
         if accountant is not None:
             gen.charges = Charges(sdg, gen.local, views_share)
+            if loops is None:  # (compiled loops write their stores themselves)
+                gen.static = {t: nbytes(sdg, t) for t in static_tensors(
+                    sdg, stores, {t for t in stores if t not in gen.local and t not in stop
+                                  and t not in blocked and not sdg.is_kept(t.op_id)})}
     if loops is not None:
         gen.loops = loops(gen)
     gen.emit(tree, 1)
@@ -566,6 +587,8 @@ def generate(
                "EXHAUSTED": {e.var: e.raise_exhausted for e in endings}})
     for tid, store in stores.items():
         ns[store_name(tid)] = store
+        if tid in gen.static:
+            bind(ns, store_name(tid), store)
         if tid in blocked:
             ns["w" + store_name(tid)] = store.write
         if tid in gen.deferred:

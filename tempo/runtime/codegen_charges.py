@@ -189,8 +189,9 @@ def tighten(lines: list[str]) -> tuple[list[str], dict[int, int]]:
     `fold`, nothing is reserved early): credits separated only by dropped locals become
     one credit, and a credit of `a` bytes right before a charge of `b` becomes one
     statement — `live -= a - b` without a peak check when a >= b (live is then no higher
-    than bytes already checked), else `live += b - a` and the charge's own check, which
-    sees the same live bytes as before. Returns the new lines and each kept old line's new
+    than bytes already checked; the merged credit then takes in what follows it the same
+    way), else `live += b - a` and the charge's own check, which sees the same live bytes
+    as before. Returns the new lines and each kept old line's new
     index."""
     out: list[str] = []
     where: dict[int, int] = {}
@@ -204,26 +205,26 @@ def tighten(lines: list[str]) -> tuple[list[str], dict[int, int]]:
             continue
         pad, indent = m.group(1), len(m.group(1))
         a = sum(int(x) for x in m.group(2).split(" + "))
-        j, drops = i + 1, []
-        while j < len(lines) and _pad(lines[j]) == indent:
-            if _DROP.match(lines[j]):
-                drops.append(j)
-            elif (mc := _CREDIT.match(lines[j])) is not None:
-                a += sum(int(x) for x in mc.group(2).split(" + "))
-            else:
+        j = i + 1
+        while True:
+            while j < len(lines) and _pad(lines[j]) == indent:
+                if _DROP.match(lines[j]):  # (a credit moves past dropped locals: nothing
+                    where[j] = len(out)    # reads live there)
+                    out.append(lines[j])
+                elif (mc := _CREDIT.match(lines[j])) is not None:
+                    a += sum(int(x) for x in mc.group(2).split(" + "))
+                else:
+                    break
+                j += 1
+            b = _charge_at(lines, j, indent) if j < len(lines) else None
+            if b is None or a < b:
                 break
-            j += 1
-        for k in drops:  # (a credit moves past dropped locals: nothing reads live there)
-            where[k] = len(out)
-            out.append(lines[k])
-        b = _charge_at(lines, j, indent) if j < len(lines) else None
+            a -= b  # still a credit: live stays below what was checked; merge on
+            j += 3
         if b is None:
-            out.append(f"{pad}_A.live -= {a}")
+            if a:
+                out.append(f"{pad}_A.live -= {a}")
             i = j
-        elif a >= b:
-            if a > b:
-                out.append(f"{pad}_A.live -= {a - b}")
-            i = j + 3
         else:
             out.extend([f"{pad}_A.live += {b - a}", lines[j + 1], lines[j + 2]])
             i = j + 3

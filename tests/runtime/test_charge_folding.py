@@ -91,5 +91,7 @@ def test_tighten_merges_neighbours_exactly_under_a_cap() -> None:
     lines = [*_charge(64, p), f"{p}_A.live -= 64", f"{p}vs3_0 = None", f"{p}_A.live -= 16",
              *_charge(16, p, op=4), f"{p}_A.live -= 8", *_charge(100, p, op=5)]
     tight = tighten(lines)[0]
-    assert tight == [*_charge(64, p), f"{p}vs3_0 = None", f"{p}_A.live -= 64",
-                     f"{p}_A.live += 92", f"{p}if _A.live > _A.peak:", f"{p}    _A.high(5, 0, 100)"]
+    # -64 -16 +16 -8 +100: the credit absorbs the smaller charge and the next credit, and
+    # meets the larger charge as one statement with its check
+    assert tight == [*_charge(64, p), f"{p}vs3_0 = None",
+                     f"{p}_A.live += 28", f"{p}if _A.live > _A.peak:", f"{p}    _A.high(5, 0, 100)"]
