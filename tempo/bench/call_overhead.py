@@ -207,10 +207,12 @@ def leaf_twin(make: Callable[[], Any], state: list[int],
 
 def measure(make: Callable[[], Any], reps: int = 7) -> dict[str, float]:
     """Calls per run (of the generated code, of leaf kernels, of data movement), total ms
-    (min over reps), the time outside the kernels (leaf kernels stubbed; median over reps
-    of each run less its paired stub cost) with and without the stores' data movement
-    (stubbed too), and µs per call of the generated code and stores alone (its calls
-    stubbed, regions included; median over reps, each less its paired stub cost)."""
+    (min over reps), the time outside the kernels (leaf kernels stubbed) with and without
+    the stores' data movement (stubbed too): min and median over `reps` runs, each less
+    its stubs' cost calibrated just before and just after it (their mean; the spread of
+    all calibrations is reported, as the machine's speed moves within seconds here), and
+    µs per call of the generated code and stores alone (its calls stubbed, regions
+    included; median over reps, each less its paired stub cost)."""
     exe = make()
     state: list[int] = [0, 0, 0, 0]
     armed: list[Callable[[], None]] = []
@@ -251,15 +253,17 @@ def measure(make: Callable[[], Any], reps: int = 7) -> dict[str, float]:
         plain.append(_clock() - t)
         for moves in (0, 1):
             leaves, moved = counts[1]
-            cal = _stub_cost(leaves + moved)
-            cals.append(cal)
+            before = _stub_cost(leaves + moved)
             state[:] = [1, 0, 0, moves]
             twin.reset()
             t = _clock()
             twin.execute()
             t = _clock() - t
+            after = _stub_cost(leaves + moved)
+            cals += [before, after]
             assert state[1] == 0 and state[2] == moved, "a leaf ran unarmed"
-            twins[moves].append(t - (leaves + moved) * cal)  # the wrappers are ours
+            # (the wrappers are ours)
+            twins[moves].append(t - (leaves + moved) * (before + after) / 2)
         for k in keys:
             ns[k] = (lambda v: lambda *a: v)(rec[k]) if k in rec else orig[k]
         exe.reset()
@@ -271,13 +275,16 @@ def measure(make: Callable[[], Any], reps: int = 7) -> dict[str, float]:
         ns[k] = orig[k]
     exe.reset()
     leaves, moves = counts[1]
-    with_moves, without = (statistics.median(twins[k]) for k in (0, 1))
-    stub_cal = statistics.median(cals)
-    return {"calls": calls, "leaf_calls": leaves, "moves": moves,
-            "total_ms": min(plain) * 1e3, "outside_ms": with_moves * 1e3,
-            "bare_ms": without * 1e3, "stub_us": statistics.median(stub) * 1e6,
-            "outside_leaf_us": with_moves / leaves * 1e6,
-            "bare_leaf_us": without / leaves * 1e6, "stub_cal_ns": stub_cal * 1e9}
+    med = {k: statistics.median(twins[k]) for k in (0, 1)}
+    low = {k: min(twins[k]) for k in (0, 1)}
+    return {"calls": calls, "leaf_calls": leaves, "moves": moves, "reps": reps,
+            "total_ms": min(plain) * 1e3, "outside_ms": med[0] * 1e3,
+            "bare_ms": med[1] * 1e3, "stub_us": statistics.median(stub) * 1e6,
+            "outside_leaf_us": med[0] / leaves * 1e6, "bare_leaf_us": med[1] / leaves * 1e6,
+            "outside_leaf_min_us": low[0] / leaves * 1e6,
+            "bare_leaf_min_us": low[1] / leaves * 1e6,
+            "stub_cal_ns": statistics.median(cals) * 1e9, "stub_cal_min_ns": min(cals) * 1e9,
+            "stub_cal_max_ns": max(cals) * 1e9}
 
 
 def build(which: str, steps: int) -> Any:
@@ -299,6 +306,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("programs", nargs="*", default=["ppo", "gpt2"], help="ppo and/or gpt2")
     ap.add_argument("--t", type=int, default=256, help="GPT-2 decode steps")
+    ap.add_argument("--reps", type=int, default=7, help="runs of each kind (min, median)")
     args = ap.parse_args()
     bad = [p for p in args.programs if p not in ("ppo", "gpt2")]
     if bad:
@@ -310,14 +318,16 @@ def main() -> None:
     print(lines[0], "\n" + lines[1], flush=True)
     for which in args.programs:
         print(f"{which}: compiling ...", flush=True)
-        m = measure(functools.partial(build, which, args.t))
+        m = measure(functools.partial(build, which, args.t), args.reps)
         line = (f"{which}: {m['calls']:.0f} calls/run, {m['leaf_calls']:.0f} leaf kernel "
                 f"calls, {m['moves']:.0f} store copies/allocations; total "
-                f"{m['total_ms']:.1f} ms CPU; "
-                f"outside kernels {m['outside_ms']:.1f} ms = {m['outside_leaf_us']:.2f} "
-                f"us/leaf call with store copies, {m['bare_ms']:.1f} ms = "
-                f"{m['bare_leaf_us']:.2f} us/leaf call without; generated code + stores "
-                f"alone {m['stub_us']:.2f} us/call (stub {m['stub_cal_ns']:.0f} ns)")
+                f"{m['total_ms']:.1f} ms CPU; outside kernels per leaf call over "
+                f"{m['reps']} runs (min / median): {m['outside_leaf_min_us']:.2f} / "
+                f"{m['outside_leaf_us']:.2f} us with store copies ({m['outside_ms']:.1f} ms), "
+                f"{m['bare_leaf_min_us']:.2f} / {m['bare_leaf_us']:.2f} us without "
+                f"({m['bare_ms']:.1f} ms); stub cost {m['stub_cal_min_ns']:.0f}-"
+                f"{m['stub_cal_max_ns']:.0f} ns (median {m['stub_cal_ns']:.0f}); generated "
+                f"code + stores alone {m['stub_us']:.2f} us/call")
         print(line, flush=True)
         lines.append(line)
     append_lines("results/call_overhead.txt", lines)

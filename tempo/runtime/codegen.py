@@ -430,6 +430,10 @@ class CodeGen:
             for k in range(n):
                 self.lines.append(pad + self.assign(TensorId(op.op_id, k), op, names, key,
                                                     f"_o{k}"))
+        for k in range(n):  # charged where a storage-asking store's write would be
+            if TensorId(op.op_id, k) in self.static:
+                self.lines.extend(charge_lines(TensorId(op.op_id, k),
+                                               self.static[TensorId(op.op_id, k)], pad))
         self.lines.extend(unscratch)
         if n and self.charges is not None:
             e = edges[0] if edges else None
@@ -444,8 +448,7 @@ class CodeGen:
             tid = TensorId(op.op_id, k)
             if tid in self.local or tid in self.through.tensors:
                 self.lines.extend(self.charges.made(op, tid, names, sources, pad))
-            elif tid in self.static:
-                self.lines.extend(charge_lines(tid, self.static[tid], pad))
+
 
     def assign(self, tid: TensorId, op: ops.Op, names: dict[str, str], key: str,
                value: str) -> str:
