@@ -29,8 +29,8 @@ W = np.random.default_rng(4).standard_normal((N, N)).astype(np.float32) / 8
 
 
 def _run(cfg, backend: str, cap: int | None, fused: bool = False):  # noqa: ANN001, ANN202
-    cfg = dataclasses.replace(all_passes(cfg) if fused else cfg, backend=backend, device_memory_cap_bytes=cap,
-                              executor_debug_mode=cap is not None,
+    cfg = dataclasses.replace(all_passes(cfg) if fused else cfg, backend=backend,
+                              device_memory_cap_bytes=cap, executor_debug_mode=cap is not None,
                               enable_gc=True, enable_custom_thunk_launchers=True)
     ctx = TempoContext(cfg, num_dims=1)
     (t, TT), = ctx.variables_and_bounds
