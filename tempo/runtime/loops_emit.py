@@ -20,6 +20,7 @@ from tempo.core.index_expr import PY_GLOBALS
 from tempo.core.sdg import Edge, TensorId
 from tempo.runtime.backends.common import NP_OF
 from tempo.runtime.loops import Item, LoopAnalysis, Read, Reject, Segment
+from tempo.runtime.loops_nest import analyse
 from tempo.runtime.stores_stacked import StackedStore
 from tempo.schedule.tree import Exec, If, Loop, Node, Seq, While, walk
 
@@ -59,8 +60,10 @@ class LoopLowering:
 
     def __init__(self, gen: Any, tree: Node, bounds: dict[str, int], runner: RunnerFactory,
                  rows: Rows, backend: Any = None, stores: dict[TensorId, Any] | None = None,
-                 stacked: Callable[[int], StackedStore] | None = None) -> None:
+                 stacked: Callable[[int], StackedStore] | None = None,
+                 nest: Callable[..., Any] | None = None) -> None:
         self.gen = gen
+        self.nest = nest  # (body source, plan, kernel ops) -> a nest's runner
         self.stores = stores  # a plain point store a scan writes whole becomes a block
         self.stacked = stacked  # store (`stacked(key position)`); None: rows, per point
         ended = {e.bound for e in gen.endings.values()}
@@ -81,6 +84,9 @@ class LoopLowering:
         if id(loop) in self.plain or id(loop) in gen.ended_loops:
             return False
         inner = walk(loop.body)
+        if any(isinstance(n, Loop) for n in inner) and \
+                not any(isinstance(n, While) for n in inner):
+            return self._nest(loop, ind)
         if any(isinstance(n, Loop | While) for n in inner) or \
                 not any(isinstance(n, Exec) for n in inner):
             return False
@@ -120,6 +126,69 @@ class LoopLowering:
                                 for s in segs[k:stop]]
             k = stop
         self.reports.append(report)
+        return True
+
+    def _nest(self, loop: Loop, ind: int) -> bool:
+        """A top-level static loop with inner loops as one scan per segment whose step is
+        the body's generated code (loops_nest.py); False: emit it as usual."""
+        from tempo.runtime.codegen import store_name
+
+        gen = self.gen
+        head = f"for {loop.counter} in range({loop.lo}, {loop.hi}, {loop.step})"
+        if self.nest is None or self.outer.get(id(loop)) or gen.charges is not None or \
+                any(id(n) in gen.ended_loops for n in walk(loop.body)):
+            return False
+        try:
+            env = {**PY_GLOBALS, **self.bounds}
+            counters = list(range(int(eval(loop.lo, env, {})),  # noqa: S307 - our source
+                                  int(eval(loop.hi, env, {})), loop.step))
+        except (NameError, ArithmeticError, TypeError, ValueError):
+            return False
+        saved, saved_ops = gen.lines, dict(gen.line_ops)
+        gen.lines = []
+        try:
+            gen.emit(loop.body, 1)
+            body = gen.lines
+        finally:
+            gen.lines, gen.line_ops = saved, saved_ops
+        source = (f"def _nbody({loop.counter}):\n" + "\n".join(body)
+                  + "\n    return locals()\n")
+        runners = {n: r for n, r in self.namespace.items() if n.startswith("_L")}
+        dims = {store_name(t): getattr(s, "dim", None) if isinstance(s, StackedStore) else None
+                for t, s in (self.stores or {}).items()}
+        env.update({n: v for n, v in self.namespace.items() if not n.startswith("_")})
+        try:
+            plan = analyse(source, loop.counter, counters, env, gen.kernel_ops, runners, dims)
+        except Reject as r:
+            self.reports.append(LoopReport(head, [], str(r)))
+            return False
+        report = LoopReport(head, [])
+        self.reports.append(report)
+        if not any(p is not None for _, _, p, _ in plan.segments):
+            report.segments = [(counters[a], counters[b - 1], None, why)
+                               for a, b, _, why in plan.segments]
+            return False
+        name = f"_N{sum(1 for n in self.namespace if n.startswith('_N'))}"
+        run = self.namespace[name] = self.nest(source, plan, gen.kernel_ops)
+        an = _Range(loop, counters)
+        pad = "    " * ind
+        k = 0
+        segs = plan.segments
+        while k < len(segs):
+            a, b, p, why = segs[k]
+            if p is not None:
+                gen.lines.append(f"{pad}if not {name}({k}, globals(), locals()):")
+                self._python(an, a, b, ind + 1)  # type: ignore[arg-type]
+                report.segments.append((counters[a], counters[b - 1], _Seg(run, k), ""))
+                k += 1
+                continue
+            stop = k
+            while stop < len(segs) and segs[stop][2] is None:
+                stop += 1
+            self._python(an, a, segs[stop - 1][1], ind)  # type: ignore[arg-type]
+            report.segments += [(counters[x], counters[y - 1], None, w)
+                                for x, y, _, w in segs[k:stop]]
+            k = stop
         return True
 
     def _enclosing(self, node: Node, ranges: dict[str, range]) -> None:
@@ -358,6 +427,29 @@ class LoopLowering:
                        for e in kop.runtime_exprs()]
         comma = "," if op.num_outputs > 1 else ""
         return f"{outs}{comma} = k{op.op_id}({', '.join(args)})"
+
+
+@dataclass
+class _Range:
+    """A loop and its counters (what `_python` needs of a `LoopAnalysis`)."""
+
+    loop: Loop
+    counters: list[int]
+
+
+class _Seg:
+    """A nest segment's view of its runner, as a report lists it (`failed`, `calls`)."""
+
+    def __init__(self, run: Any, k: int) -> None:
+        self.run, self.k = run, k
+
+    @property
+    def failed(self) -> str | None:
+        return self.run.failed.get(self.k)
+
+    @property
+    def calls(self) -> int:
+        return int(self.run.calls)
 
 
 def _np(dt: DataType) -> str:

@@ -4,12 +4,14 @@ jitted once per runner (jax caches the compiled scan per input shapes and dtypes
 from __future__ import annotations
 
 import functools
+import re
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from tempo.runtime.backends.common import NP_OF
 from tempo.runtime.stores_stacked import StackedStore
 
 
@@ -63,6 +65,8 @@ class ScanRunner:
             return jax.lax.fori_loop(0, len(counters), body, lc)
 
         self.fn = jax.jit(scan)
+        self.outputs = outputs
+        self.rows = len(counters)  # of each stacked output
         self.form = "fori_loop" if not outputs and not reads else "scan"
         self.failed: str | None = None
         self.calls = 0
@@ -128,3 +132,192 @@ def stacked_store(dim: int) -> StackedStore:
     """A jax block store along key position `dim` (a point of a block: one jitted index
     per block shape; a range over blocks and points: one concatenation)."""
     return StackedStore(dim, _take, _join)
+
+
+class _Tape:
+    """The step's view of the stores: the op numbers of the dry run, in order, each read
+    served from its planned source (this iteration's write, a register, an input)."""
+
+    def __init__(self, plan: Any, fixed: dict[int, Any], moving: dict[int, Any],
+                 regs: dict[tuple[int, int], Any]) -> None:
+        self.plan, self.fixed, self.moving, self.regs = plan, fixed, moving, regs
+        self.vals: dict[int, Any] = {}
+        self.p = 0
+        self.k = 0  # kernel calls made
+
+    def next(self) -> int:
+        self.p += 1
+        return self.p - 1
+
+    def read(self) -> Any:
+        s = self.plan.reads[self.next()]
+        if s.kind == "val":
+            v = self.vals[s.q]
+        elif s.kind == "reg":
+            v = self.regs[(s.q, s.depth)]
+        else:
+            v = (self.moving if s.moving else self.fixed)[s.index]
+        if s.row is not None:
+            return v[s.row]
+        return v if s.rows is None else v[s.rows[0]: s.rows[1]]
+
+    def write(self, v: Any) -> None:
+        self.vals[self.next()] = v
+
+
+class _StepStore:
+    """A store inside the step: reads and writes go to the tape; frees are no-ops (the
+    points the segment frees are never read again, checked by the dry run)."""
+
+    def __init__(self, tape: _Tape) -> None:
+        self.tape = tape
+
+    def __getitem__(self, key: Any) -> Any:
+        return self.tape.read()
+
+    def __setitem__(self, key: Any, v: Any) -> None:
+        self.tape.write(v)
+
+    def put_block(self, pre: Any, lo: Any, arr: Any, alive: Any) -> None:
+        self.tape.write(arr)
+
+    def pop(self, key: Any, default: Any = None) -> Any:
+        return default
+
+
+def _subst(v: Any, consts: list[int], at: dict[int, Any]) -> Any:
+    """`v` with its Python constants (numbered as the dry run numbered them) replaced by
+    the traced values in `at`."""
+    if isinstance(v, tuple | list):
+        return type(v)(_subst(x, consts, at) for x in v)
+    if v is None or isinstance(v, bool | int | float | str):
+        consts[0] += 1
+        return at.get(consts[0] - 1, v)
+    return v
+
+
+class NestRunner:
+    """The scans of a loop nest's planned segments (`loops_nest.py`): `run(k, g, loc)`
+    runs segment k with the generated function's globals `g` and locals `loc`, writes
+    the stores back and returns True; False (for good: `failed` says why) if the step
+    could not be traced or compiled, and the segment runs as the Python loop."""
+
+    def __init__(self, source: str, nest: Any, kernel_ops: dict[int, Any]) -> None:
+        self.source = source
+        self.nest = nest
+        self.kernel_ops = kernel_ops
+        self.code = compile(source, "<tempo-nest-step>", "exec")
+        self.fns: dict[int, Any] = {}
+        self.failed: dict[int, str] = {}
+        self.calls = 0
+
+    def __call__(self, k: int, g: dict[str, Any], loc: dict[str, Any]) -> bool:
+        if k in self.failed:
+            return False
+        a, b, pl, _ = self.nest.segments[k]
+        try:
+            fixed, moving, init = self._inputs(pl, g)
+            li = (tuple(loc[n] for n in self.nest.args), fixed)
+            fn = self.fns.get(k)
+            if fn is None:
+                fn = self.fns[k] = self._scan(k, g, loc)
+            regs, ys = fn(li, init, (jnp.arange(b - a, dtype=jnp.int32), moving))
+        except Exception as exc:  # noqa: BLE001 - any failure: the Python loop runs instead
+            why = str(exc).splitlines()[0] if str(exc) else ""
+            self.failed[k] = f"{type(exc).__name__}: {why}"
+            return False
+        self.calls += 1
+        self._back(pl, g, regs, ys, b - a)
+        return True
+
+    def _inputs(self, pl: Any, g: dict[str, Any]) -> tuple[dict, dict, dict]:
+        """The reads of points made before the segment, from the real stores."""
+        stack, fixed, moving = g["stack"], {}, {}
+        for i, (name, keys, ranged) in enumerate(pl.inputs):
+            store = g[name]
+            vals = [g["read_slices"](store, kk, stack) if ranged else store[kk]
+                    for kk in keys]
+            if any(s.kind == "in" and s.moving and s.index == i for s in pl.reads.values()):
+                moving[i] = stack(vals)
+            else:
+                fixed[i] = vals[0]
+        init = {(q, j): fixed[i] for (q, j), i in pl.init.items()}
+        return fixed, moving, init
+
+    def _scan(self, k: int, g: dict[str, Any], loc: dict[str, Any]) -> Any:
+        a, _, pl, _ = self.nest.segments[k]
+        c0 = self.nest.counters[a]
+        names = self.nest.args
+        depth = pl.depth
+        code = self.code
+        kernel_ops = self.kernel_ops
+        stores = [n for n in g if re.fullmatch(r"s\d+_\d+", n)]
+
+        def step(li: tuple, regs: dict, x: tuple) -> Any:
+            (vals, fixed), (r, moving) = li, x
+            tape = _Tape(pl, fixed, moving, regs)
+            env = {n: v for n, v in g.items()}
+            env.update({n: v for n, v in loc.items() if not n.startswith("_")})
+            env.update(zip(names, vals))
+            env.update({n: _StepStore(tape) for n in stores})
+            env.update(stack=jnp.stack, rows=lambda x, s, c: [x[s + i] for i in range(c)],
+                       read_slices=lambda st, parts, _s: st.tape.read())
+            for n in list(env):
+                if re.fullmatch(r"k\d+", n):
+                    env[n] = self._kernel(tape, env[n], kernel_ops[int(n[1:])], pl, r)
+                elif re.fullmatch(r"_L\d+", n):
+                    env[n] = self._inner(tape, env[n])
+            exec(code, env)  # noqa: S102 - our generated source
+            env["_nbody"](c0)
+            new = {}
+            for q, d in depth.items():
+                for j in range(d, 1, -1):
+                    new[(q, j)] = _fix(regs[(q, j - 1)], regs[(q, j)])
+                new[(q, 1)] = _fix(tape.vals[q], regs[(q, 1)])
+            return new, tuple(tape.vals[q] for q in pl.stacked)
+
+        return jax.jit(lambda li, init, xs: jax.lax.scan(functools.partial(step, li), init, xs))
+
+    @staticmethod
+    def _kernel(tape: _Tape, fn: Any, op: Any, pl: Any, r: Any) -> Any:
+        from tempo.core import ops as core_ops
+
+        def call(*args: Any) -> Any:
+            c = tape.k
+            tape.k += 1
+            tape.next()
+            at = {j: a0 + s * r for (cc, j), (a0, s) in pl.affine.items() if cc == c}
+            if at and isinstance(op, core_ops.EvalSymbolOp):
+                (v,) = _subst(args, [0], at)
+                return jnp.asarray(v, dtype=NP_OF[op.dtype.name])
+            return fn(*_subst(args, [0], at)) if at else fn(*args)
+
+        return call
+
+    @staticmethod
+    def _inner(tape: _Tape, runner: Any) -> Any:
+        def call(li: Any, lc: Any, lx: Any) -> Any:
+            tape.next()
+            return runner.fn(li, lc, lx)  # (its failure fails the outer step)
+
+        return call
+
+    def _back(self, pl: Any, g: dict[str, Any], regs: dict, ys: tuple, n: int) -> None:
+        """The stores as the Python loop would have left them."""
+        for name, key in pl.pops:
+            g[name].pop(key, None)
+        got: dict[int, list[Any]] = {}
+        for q, r, name, key, alive in pl.backs:
+            d = pl.depth.get(q, 0)
+            if r >= n - d:
+                v = regs[(q, n - r)]
+            else:
+                if q not in got:
+                    got[q] = rows(ys[pl.stacked.index(q)], 0, n)
+                v = got[q][r]
+            if key[:1] == ("block",):
+                _, pre, lo, rows_n = key
+                g[name].put_block(pre, lo, v, None if alive is None or len(alive) == rows_n
+                                  else alive)
+            else:
+                g[name][key] = v

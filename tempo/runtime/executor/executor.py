@@ -155,14 +155,14 @@ class PythonExecutor(Executor):
         if not (self.cfg.enable_compiled_loops and self.backend.name == "jax"):
             return None
         from tempo.runtime.loops_emit import LoopLowering
-        from tempo.runtime.loops_jax import rows, shared_runners, stacked_store
+        from tempo.runtime.loops_jax import NestRunner, rows, shared_runners, stacked_store
 
         self._lowerings: list[Any] = []
         runners = shared_runners()  # run() and tick()'s twin share compiled scans
 
         def make(gen: Any) -> Any:
             low = LoopLowering(gen, self.schedule.tree, self.bounds, runners, rows,
-                               self.backend, self.stores, stacked_store)
+                               self.backend, self.stores, stacked_store, NestRunner)
             self._lowerings.append(low)
             return low
 
