@@ -157,6 +157,7 @@ class LoopLowering:
         dims = {store_name(t): getattr(s, "dim", None) if isinstance(s, StackedStore) else None
                 for t, s in (self.stores or {}).items()}
         env.update({n: v for n, v in self.namespace.items() if not n.startswith("_")})
+        env.update({f"SYM_{v.name}": v for v in gen.sdg.universe.variables})
         try:
             plan = analyse(source, loop.counter, counters, env, gen.kernel_ops, runners, dims)
         except Reject as r:

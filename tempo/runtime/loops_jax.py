@@ -139,7 +139,7 @@ class _Tape:
     served from its planned source (this iteration's write, a register, an input)."""
 
     def __init__(self, plan: Any, fixed: dict[int, Any], moving: dict[int, Any],
-                 regs: dict[tuple[int, int], Any]) -> None:
+                 regs: dict[str, Any]) -> None:
         self.plan, self.fixed, self.moving, self.regs = plan, fixed, moving, regs
         self.vals: dict[int, Any] = {}
         self.p = 0
@@ -154,12 +154,14 @@ class _Tape:
         if s.kind == "val":
             v = self.vals[s.q]
         elif s.kind == "reg":
-            v = self.regs[(s.q, s.depth)]
+            return self.regs[_rk((s.q, (s.row, s.rows)), s.depth)]
+        elif s.kind == "cat":  # points and blocks this iteration made, in order
+            assert s.rows is not None
+            return jnp.concatenate([self.vals[q][None] if lo is None else self.vals[q][lo:hi]
+                                    for q, lo, hi in s.rows])
         else:
             v = (self.moving if s.moving else self.fixed)[s.index]
-        if s.row is not None:
-            return v[s.row]
-        return v if s.rows is None else v[s.rows[0]: s.rows[1]]
+        return _view(v, (s.row, s.rows))
 
     def write(self, v: Any) -> None:
         self.vals[self.next()] = v
@@ -183,6 +185,18 @@ class _StepStore:
 
     def pop(self, key: Any, default: Any = None) -> Any:
         return default
+
+
+def _rk(reg: tuple, j: int) -> str:
+    """A register's name in the carry (a dict: jax sorts its keys)."""
+    return f"{reg[0]}/{reg[1]}/{j}"
+
+
+def _view(v: Any, view: tuple) -> Any:
+    row, rows = view
+    if row is not None:
+        return v[row]
+    return v if rows is None else v[rows[0]: rows[1]]
 
 
 def _subst(v: Any, consts: list[int], at: dict[int, Any]) -> Any:
@@ -241,7 +255,7 @@ class NestRunner:
                 moving[i] = stack(vals)
             else:
                 fixed[i] = vals[0]
-        init = {(q, j): fixed[i] for (q, j), i in pl.init.items()}
+        init = {_rk(reg, j): fixed[i] for (reg, j), i in pl.init.items()}
         return fixed, moving, init
 
     def _scan(self, k: int, g: dict[str, Any], loc: dict[str, Any]) -> Any:
@@ -270,10 +284,10 @@ class NestRunner:
             exec(code, env)  # noqa: S102 - our generated source
             env["_nbody"](c0)
             new = {}
-            for q, d in depth.items():
+            for reg, d in depth.items():
                 for j in range(d, 1, -1):
-                    new[(q, j)] = _fix(regs[(q, j - 1)], regs[(q, j)])
-                new[(q, 1)] = _fix(tape.vals[q], regs[(q, 1)])
+                    new[_rk(reg, j)] = _fix(regs[_rk(reg, j - 1)], regs[_rk(reg, j)])
+                new[_rk(reg, 1)] = _fix(_view(tape.vals[reg[0]], reg[1]), regs[_rk(reg, 1)])
             return new, tuple(tape.vals[q] for q in pl.stacked)
 
         return jax.jit(lambda li, init, xs: jax.lax.scan(functools.partial(step, li), init, xs))
@@ -308,9 +322,9 @@ class NestRunner:
             g[name].pop(key, None)
         got: dict[int, list[Any]] = {}
         for q, r, name, key, alive in pl.backs:
-            d = pl.depth.get(q, 0)
-            if r >= n - d:
-                v = regs[(q, n - r)]
+            whole = (q, (None, None))
+            if r >= n - pl.depth.get(whole, 0):
+                v = regs[_rk(whole, n - r)]
             else:
                 if q not in got:
                     got[q] = rows(ys[pl.stacked.index(q)], 0, n)

@@ -251,6 +251,7 @@ class Source:
     row: int | None = None
     rows: tuple[int, int] | None = None
     moving: bool = False  # an input read at every iteration: stacked along the scan
+    # 'cat': `rows` holds (write op, first row, end row) pieces, (q, None, None) a point
 
 
 @dataclass
@@ -265,8 +266,10 @@ class Plan:
     reads: dict[int, Source] = field(default_factory=dict)
     inputs: list[tuple[str, list[Any], bool]] = field(default_factory=list)
     # (store, keys (one: fixed; else one per iteration), range read)
-    depth: dict[int, int] = field(default_factory=dict)  # write op -> register depth
-    init: dict[tuple[int, int], int] = field(default_factory=dict)  # (q, j) -> input
+    depth: dict[tuple[int, tuple], int] = field(default_factory=dict)
+    # registers: (write op, (row, rows) kept of it) -> depth
+    init: dict[tuple[tuple[int, tuple], int], int] = field(default_factory=dict)
+    # (register, j iterations before the segment) -> the input holding it
     affine: dict[tuple[int, int], tuple[Any, Any]] = field(default_factory=dict)
     # (kernel call number, const number) -> (value at the first iteration, step)
     stacked: list[int] = field(default_factory=list)  # write ops output per iteration
@@ -318,19 +321,16 @@ def plan(its: list[Iteration], start: int, stop: int, survivors: dict[tuple[int,
                 raise Reject(f"a read of {name} takes values from places that move")
             if d > stop - start:
                 raise Reject(f"a run of {stop - start} iterations reads {d} back")
-            pl.depth[src_r.q] = max(pl.depth.get(src_r.q, 0), d)
-            for r in range(min(d, stop - start)):  # before the segment: read at entry
-                if src_r.row is not None or src_r.rows is not None:
-                    raise Reject(f"rows of {name} made before the loop start a carry")
-                slot = (src_r.q, d - r)
+            reg = (src_r.q, (src_r.row, src_r.rows))  # (a register keeps the rows read)
+            pl.depth[reg] = max(pl.depth.get(reg, 0), d)
+            for r in range(d):  # before the segment: read at entry
                 idx = input_of(name, [keys[r]], ranged)
-                if pl.init.setdefault(slot, idx) != idx:
+                if pl.init.setdefault((reg, d - r), idx) != idx:
                     raise Reject(f"{name} starts a carry from two points")
         pl.reads[p] = src_r
-    for q, d in pl.depth.items():
-        missing = [j for j in range(1, d + 1) if (q, j) not in pl.init]
-        if missing:
-            raise Reject(f"a carry of write {q} has no value at entry")
+    for reg, d in pl.depth.items():
+        if any((reg, j) not in pl.init for j in range(1, d + 1)):
+            raise Reject(f"a carry of write {reg[0]} has no value at entry")
     _affine(pl, its, start, stop)
     _backs(pl, its, survivors, start, stop)
     pl.pops = [pp for n in range(start, stop) for pp in its[n].pops]
@@ -343,9 +343,10 @@ def _source(entries: list[Entry], n: int, start: int, ranged: bool) -> tuple | N
     if all(e.n is None or e.n < start for e in entries):
         return None
     e0 = entries[0]
-    if any(e.n is None or e.n < start for e in entries) or \
-            any((e.n, e.q) != (e0.n, e0.q) for e in entries):
-        raise Reject("a read gathers points made in different places")
+    if any(e.n is None or e.n < start for e in entries):
+        raise Reject("a read gathers points made before the loop and in it")
+    if any((e.n, e.q) != (e0.n, e0.q) for e in entries):
+        return _pieces(entries, n)
     assert e0.n is not None
     kind = "val" if e0.n == n else "reg"
     if len(entries) == 1 and e0.row is None and not ranged:
@@ -359,6 +360,23 @@ def _source(entries: list[Entry], n: int, start: int, ranged: bool) -> tuple | N
     if not ranged:
         return (kind, e0.q, n - e0.n, lo, None)
     return (kind, e0.q, n - e0.n, None, (lo, lo + len(rows)))
+
+
+def _pieces(entries: list[Entry], n: int) -> tuple:
+    """A range read of points this iteration made in several writes (a point, then a
+    block): ('cat', write ops and the rows of each, in order)."""
+    parts: list[tuple[int, int | None, int | None]] = []
+    for e in entries:
+        if e.n != n:
+            raise Reject("a range read gathers points of several iterations")
+        last = parts[-1] if parts else None
+        if last is not None and last[0] == e.q and e.row is not None and last[2] == e.row:
+            parts[-1] = (e.q, last[1], e.row + 1)
+        elif e.row is None:
+            parts.append((e.q, None, None))
+        else:
+            parts.append((e.q, e.row, e.row + 1))
+    return ("cat", -1, 0, None, tuple(parts))
 
 
 def _affine(pl: Plan, its: list[Iteration], start: int, stop: int) -> None:
@@ -384,7 +402,7 @@ def _backs(pl: Plan, its: list[Iteration], survivors: dict[tuple[int, int], tupl
     for (n, q), (name, key, alive) in sorted(survivors.items()):
         if not start <= n < stop:
             continue
-        if n >= stop - pl.depth.get(q, 0):  # in the last carries
+        if n >= stop - pl.depth.get((q, (None, None)), 0):  # in the last carries
             pl.backs.append((q, n - start, name, key, alive))
             continue
         if q not in pl.stacked:

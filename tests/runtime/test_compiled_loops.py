@@ -132,8 +132,13 @@ def test_gae_is_one_scan_and_equals_numpy(tmp_path: Any) -> None:
 
 def _kernel_calls(tmp_path: Any, build: Any, n: int, on: bool) -> int:
     """Kernel and scan calls of one run at T=n."""
-    ctxcfg = _cfg(tmp_path, enable_compiled_loops=on)
-    _, exe = run_once(ctxcfg, 1, build, {0: n})
+    _, exe = run_once(_cfg(tmp_path, enable_compiled_loops=on), 1, build, {0: n})
+    return count_calls(exe)
+
+
+def count_calls(exe: Any) -> int:
+    """Calls from the generated code into kernels and compiled loops (scans `_L`, nests
+    `_N`) in one more run of `exe`."""
     ns = exe.generated.fn.__globals__
     count = [0]
 
@@ -143,7 +148,7 @@ def _kernel_calls(tmp_path: Any, build: Any, n: int, on: bool) -> int:
             return fn(*args)
         return call
 
-    for name in [k for k in ns if re.fullmatch(r"k\d+|_L\d+", k)]:
+    for name in [k for k in ns if re.fullmatch(r"k\d+|_L\d+|_N\d+", k)]:
         ns[name] = counted(ns[name])
     exe.execute()
     return count[0]
