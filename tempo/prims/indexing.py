@@ -63,7 +63,7 @@ def _torch_index_select(op: ops.IndexSelectOp, be: Any) -> Kernel:
     the index stays on the device (reading it would synchronise)."""
     import torch
 
-    dim, on_host = op.dim, getattr(getattr(be, "device", None), "type", "cpu") == "cpu"
+    dim, on_host = op.dim, be.on_cpu
 
     def kernel(x: Any, i: Any) -> Any:
         if i.ndim == 0:

@@ -171,11 +171,21 @@ def _torch_pad(op: ops.PadOp, be: Any) -> Kernel:
 
         return pad_const
 
+    # (dim, its size) -> the gather positions on the device, made once: a host table
+    # built and copied over at every call would make each step wait on the copy on a GPU
+    tables: dict[tuple[int, int], torch.Tensor] = {}
+
+    def positions(d: int, n: int, before: int, after: int) -> torch.Tensor:
+        idx = tables.get((d, n))
+        if idx is None:
+            host = pad_index(n, before, after, op.mode)
+            idx = tables[d, n] = torch.as_tensor(host, device=be.device)
+        return idx
+
     def pad_gather(x: torch.Tensor) -> torch.Tensor:
         for d, (before, after) in enumerate(op.padding):
             if before or after:
-                idx = pad_index(x.shape[d], before, after, op.mode)
-                x = torch.index_select(x, d, torch.from_numpy(idx).to(x.device))
+                x = torch.index_select(x, d, positions(d, x.shape[d], before, after))
         return x
 
     return pad_gather

@@ -120,8 +120,8 @@ def init_from_statedict(flat_state_dict: Mapping[str, Any],
         k = key(ts) if callable(key) else key
         if k not in flat_state_dict:
             raise TempoError(f"init_from_statedict: key {k!r} is not in the state dict")
-        v = flat_state_dict[k]
-        return v.detach().cpu() if hasattr(v, "detach") else np.asarray(v)
+        v = flat_state_dict[k]  # torch tensors stay on their device (no host round trip)
+        return v.detach() if hasattr(v, "detach") else np.asarray(v)
 
     sample = fetch({v: 0 for v in dom.variables})
     have = tuple(sample.shape)
@@ -130,7 +130,7 @@ def init_from_statedict(flat_state_dict: Mapping[str, Any],
                          f"{tuple(Shape.from_(shape))}", site=user_site())
     dt = _dt(dtype, dtypes.implied(sample) if hasattr(sample, "dtype") else None)
     if not dom.variables and not callable(key):
-        arr = sample.numpy() if hasattr(sample, "numpy") else np.asarray(sample)
+        arr = sample.cpu().numpy() if hasattr(sample, "detach") else np.asarray(sample)
         return _with_grad(const(arr.astype(dtypes.to_np(dt)), dtype=dt), requires_grad)
     return _with_grad(source_with_ts_udf(fetch, have, dt, dom), requires_grad)
 

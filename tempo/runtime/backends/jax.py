@@ -15,7 +15,6 @@ without it max/sort indices could not be int64.
 from __future__ import annotations
 
 import dataclasses
-import warnings
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
@@ -28,6 +27,7 @@ from tempo.core.dtype import DataType, dtypes
 from tempo.core.errors import UnsupportedError
 from tempo.runtime.backend_registry import DLBackend
 from tempo.runtime.backends import common as c
+from tempo.runtime.backends.devices import place
 from tempo.runtime.backends.protocol import Kernel
 from tempo.runtime.kernel_registry import make_kernel
 
@@ -40,8 +40,10 @@ class JaxBackend:
 
     def __init__(self, dev: str = "cpu", seed: int = 0, enable_x64: bool = True) -> None:
         jax.config.update("jax_enable_x64", enable_x64)
-        self.device = _pick_device(dev)
-        self.on_cpu = self.device.platform == "cpu"
+        placement = place(dev, "jax", _gpu_count())
+        self.device = (jax.devices("cpu")[0] if placement.index is None
+                       else jax.devices("gpu")[placement.index])
+        self.on_cpu = placement.host_shortcuts
         self.key = jax.device_put(jax.random.key(seed), self.device)
 
     @classmethod
@@ -114,14 +116,11 @@ class JaxBackend:
         return make_kernel(op, self)
 
 
-def _pick_device(dev: str) -> Any:
-    if dev.startswith(("gpu", "cuda")):
-        try:
-            return jax.devices("gpu")[0]
-        except RuntimeError:
-            warnings.warn("dev='gpu' requested but jax sees no GPU: running on the CPU",
-                          stacklevel=3)
-    return jax.devices("cpu")[0]
+def _gpu_count() -> int:
+    try:
+        return len(jax.devices("gpu"))
+    except RuntimeError:  # no GPU platform in this jaxlib, or no device
+        return 0
 
 
 # ---------------------------------------------------------------- shared jit

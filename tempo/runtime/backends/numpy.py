@@ -20,6 +20,7 @@ from tempo.core import ops
 from tempo.core.dtype import DataType
 from tempo.runtime.backend_registry import DLBackend
 from tempo.runtime.backends import common as c
+from tempo.runtime.backends.devices import place
 from tempo.runtime.backends.protocol import Kernel
 from tempo.runtime.kernel_registry import make_kernel
 
@@ -48,12 +49,9 @@ class NumpyBackend:
     block_stores: ClassVar[bool] = True
 
     def __init__(self, dev: str = "cpu", seed: int = 0) -> None:
-        if dev.startswith(("gpu", "cuda")):
-            import warnings
-
-            warnings.warn(f"the numpy backend runs on the CPU only; ignoring dev={dev!r}",
-                          stacklevel=2)
+        place(dev, "numpy", 0)  # raises for any GPU request: numpy has none
         self.device = "cpu"
+        self.on_cpu = True
         self.rng = np.random.Generator(np.random.PCG64(seed))
 
     @classmethod

@@ -33,6 +33,11 @@ class Backend(Protocol):
     block_stores: ClassVar[bool]
     """Whether arrays are writable in place, so block stores can preallocate them (jax's
     arrays are immutable: its tensors always use point stores)."""
+    device: Any
+    """The backend's device object (`backends.devices.place` maps the config's `dev`)."""
+    on_cpu: bool
+    """Tensors live in host memory and nothing pretends otherwise (not "fake-gpu"): a
+    kernel may read a value on the host (`int(i)`) at no cost; on a GPU it would wait."""
 
     @classmethod
     def from_config(cls, cfg: ExecutionConfig) -> Backend:

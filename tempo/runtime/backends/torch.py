@@ -3,7 +3,6 @@ each primitive's other rules (`tempo.prims`, `tempo.runtime.kernel_registry`).""
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
@@ -13,6 +12,7 @@ import torch
 from tempo.core import ops
 from tempo.core.dtype import DataType
 from tempo.runtime.backend_registry import DLBackend
+from tempo.runtime.backends.devices import place
 from tempo.runtime.backends.host_memory import keep_freed_host_memory
 from tempo.runtime.backends.protocol import Kernel
 from tempo.runtime.kernel_registry import make_kernel
@@ -35,13 +35,11 @@ class TorchBackend:
     block_stores: ClassVar[bool] = True
 
     def __init__(self, dev: str = "cpu", seed: int = 0) -> None:
-        want_gpu = dev.startswith(("gpu", "cuda"))
-        if want_gpu and not torch.cuda.is_available():
-            warnings.warn("dev='gpu' requested but no GPU is present: running on the CPU",
-                          stacklevel=2)
-            want_gpu = False
-        self.device = torch.device("cuda:0" if want_gpu else "cpu")
-        if not want_gpu:
+        placement = place(dev, "torch", torch.cuda.device_count())
+        self.device = torch.device("cpu" if placement.index is None else
+                                   f"cuda:{placement.index}")
+        self.on_cpu = placement.host_shortcuts
+        if self.device.type == "cpu":
             keep_freed_host_memory()  # fresh 1 MiB tensors page-faulted (host_memory)
         self.generator = torch.Generator(device=self.device)
         self.generator.manual_seed(seed)
@@ -59,7 +57,9 @@ class TorchBackend:
 
     def to_device(self, x: Any) -> torch.Tensor:
         if not isinstance(x, torch.Tensor):
-            x = torch.as_tensor(np.asarray(x)) if _is_host(x) else torch.from_dlpack(x)
+            if _is_host(x):  # one copy, straight to the device
+                return torch.as_tensor(np.asarray(x), device=self.device)
+            x = torch.from_dlpack(x)
         return x.to(self.device)
 
     def alloc_block(self, n: int, shape: tuple[int, ...], dt: DataType,
