@@ -8,8 +8,16 @@ from __future__ import annotations
 
 import torch
 
-_WEIGHTS = torch.tensor([1, 2, 4, 8, 16, 32, 64, 128], dtype=torch.uint8)
-_SHIFTS = torch.arange(8, dtype=torch.uint8)
+_SHIFTS: dict[torch.device, torch.Tensor] = {}
+
+
+def _shifts(device: torch.device) -> torch.Tensor:
+    """0..7 as uint8 on `device`, made there once (a host copy per call would be a
+    host-to-device transfer at every pack on a GPU)."""
+    s = _SHIFTS.get(device)
+    if s is None:
+        s = _SHIFTS[device] = torch.arange(8, dtype=torch.uint8, device=device)
+    return s
 
 
 def packed_numel(n: int) -> int:
@@ -25,7 +33,7 @@ def pack_bits(mask: torch.Tensor) -> torch.Tensor:
     if pad:
         flat = torch.cat([flat, flat.new_zeros(pad)])
     groups = flat.view(-1, 8).to(torch.uint8)
-    return (groups * _WEIGHTS.to(mask.device)).sum(dim=1, dtype=torch.uint8)
+    return (groups << _shifts(mask.device)).sum(dim=1, dtype=torch.uint8)
 
 
 def unpack_bits(packed: torch.Tensor, start: int, stop: int) -> torch.Tensor:
@@ -34,7 +42,7 @@ def unpack_bits(packed: torch.Tensor, start: int, stop: int) -> torch.Tensor:
         return torch.zeros(0, dtype=torch.bool, device=packed.device)
     first, last = start // 8, packed_numel(stop)
     chunk = packed[first:last]
-    bits = (chunk.unsqueeze(1) >> _SHIFTS.to(packed.device)) & 1
+    bits = (chunk.unsqueeze(1) >> _shifts(packed.device)) & 1
     offset = start - first * 8
     return bits.reshape(-1)[offset : offset + stop - start].bool()
 

@@ -106,6 +106,7 @@ def gelu_inverse(y: torch.Tensor, bit: torch.Tensor, approximate: str = "none") 
     k = CONSTANTS[approximate]
     yd = y.to(torch.float64)
     right = bit.to(torch.bool)
+    host = y.device.type == "cpu"
     yc = torch.clamp(yd, min=k.y_min)
     slope = math.sqrt(0.5 * k.curvature)  # T'(x_min)
     one = torch.ones_like(yc)
@@ -142,8 +143,10 @@ def gelu_inverse(y: torch.Tensor, bit: torch.Tensor, approximate: str = "none") 
         step = x - res / dres
         ok = (step >= lo) & (step <= hi) & torch.isfinite(step)
         new = torch.where(ok, step, 0.5 * (lo + hi))
-        small = (new - x).abs() <= 1e-12 * (1.0 + x.abs())
-        done = bool((small | (res.abs() <= 1e-14)).all())
+        # On the host, stop once converged; on a device the test would wait for the
+        # device at every iteration: it runs all _MAX_ITERS (converged points stay put).
+        done = host and bool(((new - x).abs() <= 1e-12 * (1.0 + x.abs()))
+                             .logical_or_(res.abs() <= 1e-14).all())
         x = new
         if done:
             break
@@ -170,14 +173,26 @@ class DerivativeTable:
     tail: torch.Tensor
 
 
-_TABLES: dict[str, DerivativeTable] = {}
+_TABLES: dict[tuple[str, torch.device], DerivativeTable] = {}
 _TAIL_Y = -1e-3
 _TOP_Y = 8.0
 
 
-def derivative_table(approximate: str) -> DerivativeTable:
-    """Build (once per form) the interpolation tables used for non-fp64 gradients."""
-    if approximate not in _TABLES:
+def derivative_table(approximate: str,
+                     device: torch.device | str | None = None) -> DerivativeTable:
+    """The interpolation tables used for non-fp64 gradients, on `device` (default: the
+    CPU): built once per form on the CPU, copied once to each device that asks."""
+    dev = torch.device(device if device is not None else "cpu")
+    if (approximate, dev) not in _TABLES:
+        host = _host_table(approximate)
+        _TABLES[approximate, dev] = DerivativeTable(
+            host.t0, host.t_step, host.near.to(dev), host.s0, host.s_step, host.tail.to(dev))
+    return _TABLES[approximate, dev]
+
+
+def _host_table(approximate: str) -> DerivativeTable:
+    cpu = torch.device("cpu")
+    if (approximate, cpu) not in _TABLES:
         k = CONSTANTS[approximate]
         t0, t1 = -math.sqrt(_TAIL_Y - k.y_min), math.sqrt(_TOP_Y - k.y_min)
         t = torch.linspace(t0, t1, (1 << 19) + 1, dtype=torch.float64)
@@ -188,11 +203,11 @@ def derivative_table(approximate: str) -> DerivativeTable:
         s = torch.linspace(s0, s1, (1 << 16) + 1, dtype=torch.float64)
         xs = gelu_inverse(-torch.exp(s), torch.zeros_like(s, dtype=torch.bool), approximate)
         tail = torch.nan_to_num(gelu_derivative(xs, approximate), nan=0.0)
-        _TABLES[approximate] = DerivativeTable(
+        _TABLES[approximate, cpu] = DerivativeTable(
             t0, (t1 - t0) / (t.numel() - 1), gelu_derivative(x, approximate),
             s0, (s1 - s0) / (s.numel() - 1), tail,
         )
-    return _TABLES[approximate]
+    return _TABLES[approximate, cpu]
 
 
 def _lerp(table: torch.Tensor, pos: torch.Tensor) -> torch.Tensor:
@@ -206,7 +221,7 @@ def _lerp(table: torch.Tensor, pos: torch.Tensor) -> torch.Tensor:
 def derivative_from_output(y: torch.Tensor, bit: torch.Tensor, approximate: str) -> torch.Tensor:
     """GELU'(x) from (y, bit) by table interpolation, in fp64 (about 1e-10 off the exact solve)."""
     k = CONSTANTS[approximate]
-    tab = derivative_table(approximate)
+    tab = derivative_table(approximate, y.device)
     yd = y.to(torch.float64)
     right = bit.to(torch.bool)
     yc = torch.clamp(yd, min=k.y_min)
@@ -214,17 +229,16 @@ def derivative_from_output(y: torch.Tensor, bit: torch.Tensor, approximate: str)
     t = torch.where(right, t, -t)
     d = _lerp(tab.near, (t - tab.t0) / tab.t_step)
     in_tail = (~right) & (yc > _TAIL_Y)
-    if bool(in_tail.any()):
-        s = torch.log(-yc[in_tail])
-        d[in_tail] = _lerp(tab.tail, (s - tab.s0) / tab.s_step)
+    if y.device.type == "cpu":  # the host may look first: interpolate the tail points only
+        if bool(in_tail.any()):
+            s = torch.log(-yc[in_tail])
+            d[in_tail] = _lerp(tab.tail, (s - tab.s0) / tab.s_step)
+    else:  # on a device, looking would wait for it: interpolate all, keep the tail's
+        tail = _lerp(tab.tail, (torch.log(-yc) - tab.s0) / tab.s_step)
+        d = torch.where(in_tail, tail, d)
     d = torch.where(yc > _TOP_Y, 1.0, d)
-    zero = yd == 0
-    if bool(zero.any()):
-        d = torch.where(zero, torch.where(right, 0.5, 0.0).to(d.dtype), d)
-    bad = ~torch.isfinite(yd)
-    if bool(bad.any()):
-        d = torch.where(bad, float("nan"), d)
-    return d
+    d = torch.where(yd == 0, torch.where(right, 0.5, 0.0).to(d.dtype), d)
+    return torch.where(torch.isfinite(yd), d, float("nan"))
 
 
 #: "auto": exact Newton solve for fp64 gradients (gradcheck, references), table otherwise.

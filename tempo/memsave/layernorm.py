@@ -20,11 +20,14 @@ from tempo.memsave import chunks
 FALLBACK_CALLS: list[int] = [0]
 
 
-def gamma_threshold(weight: torch.Tensor, tol: float | None) -> float:
-    """Smallest |gamma| using the output-based backward (default 1e-3 * max(1, max|gamma|))."""
-    if tol is not None:
-        return tol
-    return 1e-3 * max(1.0, float(weight.detach().abs().max()))
+def needs_fallback(weight: torch.Tensor, tol: float | None) -> bool:
+    """Whether some |gamma| is below the threshold (`tol`, default 1e-3 * max(1, max|gamma|))
+    where the output-based backward loses precision. One host read per forward: min and
+    max are compared on the weight's device first (each read waits for a GPU). The answer
+    is not cached per weight version: writes through `.data` do not bump it."""
+    a = weight.detach().abs().float()  # half weights: compare in fp32
+    limit = a.max().clamp(min=1.0) * 1e-3 if tol is None else tol
+    return bool(a.min() < limit)
 
 
 def _acc_dtype(dtype: torch.dtype) -> torch.dtype:
@@ -48,9 +51,7 @@ class InplaceLayerNormFunction(torch.autograd.Function):
         ctx.normalized_shape = normalized_shape
         ctx.has_weight = weight is not None
         ctx.has_bias = bias is not None
-        ctx.fallback = weight is not None and x.numel() > 0 and (
-            float(weight.detach().abs().min()) < gamma_threshold(weight, gamma_tol)
-        )
+        ctx.fallback = weight is not None and x.numel() > 0 and needs_fallback(weight, gamma_tol)
         if ctx.fallback:
             FALLBACK_CALLS[0] += 1
             ctx.save_for_backward(x, mean, rstd, weight, bias)

@@ -91,8 +91,8 @@ def tempo_caller(frame: FrameType | None) -> str | None:
 class DeviceAudit:
     """The findings of one audited run, and the device the program runs on."""
 
-    def __init__(self, device: torch.device) -> None:
-        self.device = device
+    def __init__(self, device: torch.device | None = None) -> None:
+        self.device = device  # None: any explicit device (it comes from the tensors)
         self.phase = "compile"
         self.findings: list[Finding] = []
         self.allowed: list[Callable[[Finding], bool]] = []
@@ -106,7 +106,7 @@ class DeviceAudit:
             self.findings.append(f)
 
     def on_device(self, dev: Any) -> bool:
-        return dev is not None and torch.device(dev) == self.device
+        return dev is not None and (self.device is None or torch.device(dev) == self.device)
 
     @contextlib.contextmanager
     def step(self) -> Iterator[None]:
@@ -158,7 +158,7 @@ class _Dispatch(TorchDispatchMode):
         return func(*args, **kwargs)
 
 
-def _to_host(args: tuple, kwargs: dict, program: torch.device) -> bool:
+def _to_host(args: tuple, kwargs: dict, program: torch.device | None) -> bool:
     """A `.to(...)` onto the host: on a fake GPU the program's device is the CPU too, so
     only the backend's own device object counts as the program's."""
     dev = kwargs.get("device")
@@ -182,7 +182,7 @@ def audit_torch(fake_gpu: bool = True) -> Iterator[DeviceAudit]:
     executor's backend's, and its steps (`execute`, `tick`, `execute_until_barrier`) are
     the per-step path. With `fake_gpu`, every torch program runs on dev="fake-gpu" whatever
     its config says: the backend takes its GPU code paths (no host shortcuts)."""
-    audit = DeviceAudit(torch.device("cpu"))
+    audit = DeviceAudit()
     real_config = TorchBackend.__dict__["from_config"]
 
     def from_numpy(a: Any) -> torch.Tensor:

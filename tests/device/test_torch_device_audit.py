@@ -118,3 +118,18 @@ def test_the_audit_sees_host_tensors_and_syncs_made_by_tempo_code() -> None:
     assert kinds == [("host-created", "torch.zeros"),
                      ("host-sync", "aten._local_scalar_dense.default")], audit.report()
     assert all(f.where.startswith("<tempo-generated>:") for f in audit.findings)
+
+
+def test_trivial_env_makes_its_buffers_on_its_device() -> None:
+    """The torch TrivialEnv (the CleanRL/rl-games baselines' env) draws, steps and flags
+    on the device it is given."""
+    from tempo.api.rl.env.trivial_env import TrivialEnv
+
+    env = TrivialEnv(4, (2, 3), 3, backend="torch", seed=0, device="cpu")
+    with audit_torch() as audit:
+        env.reset()
+        with audit.step():
+            for _ in range(3):
+                obs, reward, term, _, _ = env.step(torch.zeros(4, 1))
+    assert not audit.findings, audit.report()
+    assert obs.shape == (4, 2, 3) and bool(term.all()) and reward.shape == (4,)

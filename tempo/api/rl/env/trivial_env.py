@@ -26,7 +26,8 @@ class TrivialEnv:
 
     Arrays live in the chosen backend (numpy arrays, torch tensors or jax arrays) so baselines
     pay no conversion. Episodes all end together at `max_episode_steps` (terminated = truncated).
-    `continuous=False` gives the 2-action variant (action k maps to 2k-1).
+    `continuous=False` gives the 2-action variant (action k maps to 2k-1). `device` (torch):
+    where states, rewards and flags are made (a GPU baseline's env stays on its GPU).
     """
 
     def __init__(
@@ -38,6 +39,7 @@ class TrivialEnv:
         continuous: bool = True,
         autoreset: bool = False,
         seed: int | None = None,
+        device: Any = None,
     ) -> None:
         if backend not in BACKENDS:
             raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
@@ -47,6 +49,7 @@ class TrivialEnv:
         self.backend = backend
         self.continuous = continuous
         self.autoreset = autoreset
+        self.device = device
         self.step_count = 0
         self._seed = _seed_or_clock(seed)
         self._init_backend()
@@ -58,7 +61,7 @@ class TrivialEnv:
         elif self.backend == "torch":
             import torch
 
-            self._gen = torch.Generator().manual_seed(self._seed)
+            self._gen = torch.Generator(device=self.device or "cpu").manual_seed(self._seed)
         else:
             import jax
 
@@ -73,7 +76,7 @@ class TrivialEnv:
         if self.backend == "torch":
             import torch
 
-            return torch.rand(n, generator=self._gen) * 2.0 - 1.0
+            return torch.rand(n, generator=self._gen, device=self._gen.device) * 2.0 - 1.0
         import jax
 
         self._key, sub = jax.random.split(self._key)
@@ -129,7 +132,7 @@ class TrivialEnv:
 
                 self.state = torch.clamp(self.state + STEP_SIZE * delta, -1.0, 1.0)
                 reward = -self.state.abs()
-                flags = torch.full((self.num_envs,), done)
+                flags = torch.full((self.num_envs,), done, device=self.state.device)
             obs = self._obs(self.state)
         info: dict[str, Any] = {}
         if done and self.autoreset:
