@@ -77,3 +77,21 @@ def test_unknown_barrier_name_raises_naming_it_and_the_line() -> None:
     with pytest.raises(TempoError, match=r"'aftr'.*'after'") as info:
         exe.execute_until_barrier("aftr")
     assert "test_executor_runs.py:" in str(info.value)
+
+
+@pytest.mark.parametrize("backend", ["torch", "numpy"])
+def test_get_spatial_tensor_counts_negative_ints_from_the_end(backend: str) -> None:
+    """`(-1, -1)` read the point (-1, -1), which no run computes (TensorNotAvailableError);
+    like Python and `x[-1]` (§3.4) it is the last point of each dim."""
+    import dataclasses
+
+    cfg = dataclasses.replace(ExecutionConfig.test_cfg(), backend=backend)
+    ctx = TempoContext(cfg, num_dims=2)
+    (b, B), (t, T) = ctx.variables_and_bounds
+    with ctx:
+        y = RT.from_symbol(b) * 10 + RT.from_symbol(t)
+    exe = ctx.compile({B: 3, T: 5})
+    exe.execute()
+    got = exe.get_spatial_tensor_torch(y.tensor_id, (-1, -2))
+    assert int(got) == 2 * 10 + 3
+    assert exe.get_spatial_tensor_torch(y.tensor_id, (-3, slice(0, 5))).tolist() == [0, 1, 2, 3, 4]

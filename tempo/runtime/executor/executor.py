@@ -391,8 +391,9 @@ class PythonExecutor(Executor):
                 lo, hi, step = i.indices(self._bound(full, v))
                 points = list(range(lo, hi, step))
                 parts.append(points if v.name in kept else _Repeat(len(points)))
-            else:
-                parts.append(int(i) if v.name in kept else None)
+            else:  # a negative int counts from the end, as in Python and x[-1] (§3.4)
+                k = int(i) + (self._bound(full, v) if int(i) < 0 else 0)
+                parts.append(k if v.name in kept else None)
         if type(store) is StackedStore:  # a compiled loop's block: the range as it is
             got = _block_range(store, parts, self.backend.stack)
             if got is not None:
