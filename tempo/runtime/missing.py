@@ -68,6 +68,16 @@ def bad_index_error(sdg: SDG, tid: TensorId, index: Any) -> TensorNotAvailableEr
         f"dimension of its domain {dims} (ints, or slices to stack points)", site=op.site)
 
 
+def out_of_range_error(sdg: SDG, tid: TensorId, var: str, point: int, extent: int,
+                       site: str) -> TensorNotAvailableError:
+    """The error for a point index past the end of its dimension (or before its start);
+    `site` is the user's line that asked for it."""
+    return TensorNotAvailableError(
+        f"{var} = {point} is out of range for {naming.tensor_label(sdg, tid)}: {var} has "
+        f"{extent} points here (0 to {extent - 1}; negative ints count from the end)",
+        site=site)
+
+
 def _reaches_output(sdg: SDG, op_id: int) -> bool:
     """Whether a sink or barrier reads this op, directly or through other ops."""
     seen, work = {op_id}, [op_id]

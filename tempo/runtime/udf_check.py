@@ -8,16 +8,56 @@ one dtype lookup cached per dtype (~0.5 us on an idle core, next to a Python cal
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import numpy as np
 
 from tempo.core import naming, ops
 from tempo.core.dtype import DataType, dtypes
-from tempo.core.errors import DTypeError, ShapeError
+from tempo.core.errors import DTypeError, ShapeError, TempoError
 from tempo.core.index_expr import Symbol
+from tempo.core.ops_region import RegionOp
+from tempo.core.sdg import SDG
+
+
+class UDFSignatureError(TempoError, TypeError):
+    """A user function that cannot take the arguments its UDF op passes it."""
+
+
+def check_udf_signatures(sdg: SDG) -> None:
+    """Before any run: every sink/map/source UDF's function must accept what the op calls
+    it with (`sink_with_ts_udf(lambda v: ...)` would fail inside the run, in generated
+    code, as a bare TypeError)."""
+    for op in sdg.ops.values():
+        if isinstance(op, RegionOp):
+            for member, reads in zip(op.body, op.reads):
+                _check_signature(member, len(reads))
+        else:
+            _check_signature(op, len(sdg.in_edges[op.op_id]))
+
+
+def _check_signature(op: ops.Op, n_inputs: int) -> None:
+    if not isinstance(op, ops.UDFSourceOp | ops.MapUDFOp | ops.SinkUDFOp):
+        return
+    n_in = 0 if isinstance(op, ops.UDFSourceOp) else n_inputs
+    want = n_in + (1 if op.with_ts else 0)
+    try:
+        sig = inspect.signature(op.fn)
+    except (TypeError, ValueError):  # builtins and C functions: nothing to check
+        return
+    try:
+        sig.bind(*([None] * want))
+    except TypeError:
+        what = {0: "no arguments", 1: "1 argument"}.get(want, f"{want} arguments")
+        parts = ["the tensor"] if n_in == 1 else [f"{n_in} tensors"] if n_in else []
+        parts += ["the symbol values (a dict)"] if op.with_ts else []
+        raise UDFSignatureError(
+            f"the function given to {naming.kind(op)} {naming.at_site(op.site)} has "
+            f"signature {sig}, but {naming.kind(op)} calls it with {what}"
+            f"{' (' + ', '.join(parts) + ')' if parts else ''}", site=op.site) from None
 
 
 def guard_udf(op: ops.Op, bound_values: Mapping[Symbol, int],

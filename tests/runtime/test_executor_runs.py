@@ -95,3 +95,19 @@ def test_get_spatial_tensor_counts_negative_ints_from_the_end(backend: str) -> N
     got = exe.get_spatial_tensor_torch(y.tensor_id, (-1, -2))
     assert int(got) == 2 * 10 + 3
     assert exe.get_spatial_tensor_torch(y.tensor_id, (-3, slice(0, 5))).tolist() == [0, 1, 2, 3, 4]
+
+
+def test_get_spatial_tensor_out_of_range_names_the_dim_and_its_extent() -> None:
+    """Point 9 of T=4 said the program 'never computes that point (no reader or sink)'."""
+    import dataclasses
+
+    cfg = dataclasses.replace(ExecutionConfig.test_cfg(), backend="numpy")
+    ctx = TempoContext(cfg, dim_names=("t",))
+    ((t, T),) = ctx.variables_and_bounds
+    with ctx:
+        y = RT.ones((2,)) * t
+    exe = ctx.compile({T: 4})
+    exe.execute()
+    with pytest.raises(TempoError, match=r"t = 9 is out of range .* 4 points") as info:
+        exe.get_spatial_tensor_torch(y.tensor_id, (9,))
+    assert "test_executor_runs.py:" in str(info.value)

@@ -69,3 +69,21 @@ def test_every_backend_checks(cfg: ExecutionConfig) -> None:
         with pytest.raises(errors.ShapeError):
             _run(c, lambda t: RT.source_udf(lambda: np.ones(4, np.float32), (3,),
                                             dtypes.float32, (t,)))
+
+
+@pytest.mark.parametrize("record, calls", [
+    (lambda x: x.sink_with_ts_udf(lambda v: None), "2 arguments"),  # forgot ts
+    (lambda x: x.sink_udf(lambda v, ts: None), "1 argument"),  # ts callback to sink_udf
+    (lambda x: x.map_udf(lambda: 1.0).sink_udf(lambda v: None), "1 argument"),
+])
+def test_udf_of_the_wrong_arity_is_refused_at_compile_naming_the_line(
+        record: Any, calls: str) -> None:
+    """A callback that cannot take what its op passes failed inside the run, in generated
+    code, as a bare TypeError; compile names the op, the line and what it is called with."""
+    ctx = TempoContext(ExecutionConfig(dev="cpu", backend="numpy"), dim_names=("t",))
+    ((t, T),) = ctx.variables_and_bounds
+    with ctx:
+        record(RT.ones((2,)) * t)
+    with pytest.raises(errors.TempoError, match=calls) as info:
+        ctx.compile({T: 3})
+    assert isinstance(info.value, TypeError) and "test_udf_check.py:" in str(info.value)

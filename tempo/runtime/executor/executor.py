@@ -24,7 +24,12 @@ from tempo.runtime.block_reads import PointBlocks
 from tempo.runtime.codegen import Generated, UndefinedPointError, generate
 from tempo.runtime.codegen_charges import SHARING_BACKENDS
 from tempo.runtime.codegen_endings import Ending
-from tempo.runtime.missing import bad_index_error, no_value_error, removed_error
+from tempo.runtime.missing import (
+    bad_index_error,
+    no_value_error,
+    out_of_range_error,
+    removed_error,
+)
 from tempo.runtime.regions import failing_member
 from tempo.runtime.static_args import bind_bounds
 from tempo.runtime.store_choice import StoreKind, choose, compaction_slack
@@ -42,7 +47,7 @@ from tempo.runtime.stores_ring import RingStore
 from tempo.runtime.stores_stacked import StackedStore
 from tempo.runtime.swap import Swapper, SwapStore
 from tempo.runtime.swap_blocks import SwapBlockStore
-from tempo.runtime.udf_check import guard_udf
+from tempo.runtime.udf_check import check_udf_signatures, guard_udf
 from tempo.schedule import tree as st
 from tempo.schedule.scheduler import Schedule
 from tempo.schedule.swaps import place_swaps
@@ -93,6 +98,7 @@ class PythonExecutor(Executor):
         timings_ms: dict[str, float],
         endings: tuple[Ending, ...] = (),
     ) -> None:
+        check_udf_signatures(sdg)
         self.sdg = sdg
         self.endings = endings
         # dimension -> its extent in the last run (boolean bounds end it early)
@@ -392,7 +398,10 @@ class PythonExecutor(Executor):
                 points = list(range(lo, hi, step))
                 parts.append(points if v.name in kept else _Repeat(len(points)))
             else:  # a negative int counts from the end, as in Python and x[-1] (§3.4)
-                k = int(i) + (self._bound(full, v) if int(i) < 0 else 0)
+                n = self._bound(full, v)
+                k = int(i) + (n if int(i) < 0 else 0)
+                if not 0 <= k < n:
+                    raise out_of_range_error(self.sdg, tensor_id, v.name, int(i), n, user_site())
                 parts.append(k if v.name in kept else None)
         if type(store) is StackedStore:  # a compiled loop's block: the range as it is
             got = _block_range(store, parts, self.backend.stack)
