@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import os
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
