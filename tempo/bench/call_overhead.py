@@ -147,7 +147,8 @@ def _stub_cost(n: int, bare: bool = False) -> float:
 def leaf_twin(make: Callable[[], Any], state: list[int],
               armed: list[Callable[[], None]]) -> Any:
     """`make()` with every leaf kernel wrapped by `_leaf` (armed by `armed`; an op's kernel; a fused
-    region's members, a folded clamp included, are leaves, the region is not), and the
+    region's members, a folded pair (clamp, linear) included, are leaves, the region is not),
+    and the
     stores' data movement too (block buffers' allocation, block-slot `copy_`, the
     deferred stores' `stack`, range `cat`, point-range `stack`: backend kernels the
     baselines pay as well, counted in state[2]; a stubbed allocation returns the first
@@ -158,7 +159,7 @@ def leaf_twin(make: Callable[[], Any], state: list[int],
     from tempo.runtime.backends.torch import TorchBackend
     from tempo.runtime.executor import executor
 
-    orig = (TorchBackend.kernel, TorchBackend.stack, regions.clamp_kernel,
+    orig = (TorchBackend.kernel, TorchBackend.stack, regions.fold_kernel,
             executor.array_ops, executor.stack_along, TorchBackend.alloc_block)
     cache = dict(regions._CACHE)
 
@@ -190,7 +191,7 @@ def leaf_twin(make: Callable[[], Any], state: list[int],
     regions._CACHE.clear()
     TorchBackend.kernel = kernel  # type: ignore[method-assign]  # bench-only patch
     TorchBackend.stack = stack  # type: ignore[method-assign]  # bench-only patch
-    regions.clamp_kernel = lambda: _leaf(orig[2](), state, armed)
+    regions.fold_kernel = lambda *kind: _leaf(orig[2](*kind), state, armed)
     executor.array_ops = array_ops  # type: ignore[assignment]  # bench-only patch
     executor.stack_along = lambda name: moved(orig[4](name))  # type: ignore[assignment]  # bench-only patch
     try:
@@ -200,7 +201,7 @@ def leaf_twin(make: Callable[[], Any], state: list[int],
         return exe
     finally:
         TorchBackend.kernel, TorchBackend.stack = orig[0], orig[1]  # type: ignore[method-assign]  # restored
-        regions.clamp_kernel, executor.array_ops, executor.stack_along = orig[2:5]
+        regions.fold_kernel, executor.array_ops, executor.stack_along = orig[2:5]
         regions._CACHE.clear()
         regions._CACHE.update(cache)
 

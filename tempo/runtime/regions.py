@@ -15,13 +15,13 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from tempo.core import ops
 from tempo.core.configs import TUNING
 from tempo.core.dtype import dtypes
 from tempo.core.op_base import Op
-from tempo.core.ops_region import Ref, RegionOp
+from tempo.core.ops_region import FOLD_TAGS, Ref, RegionOp
 from tempo.runtime.backends.common import plain_key
 from tempo.runtime.kernel_registry import Kernel
+from tempo.runtime.region_folds import Folds, fold_kernel, torch_folds
 
 Compiler = Callable[[Kernel], Kernel]
 
@@ -37,8 +37,8 @@ def region_kernel(op: RegionOp, be: Any, compiler: Compiler | None) -> Kernel:
     hit = _CACHE.get(key)
     if hit is None:
         name = f"{REGION_FILE}{len(_CACHE)}>"
-        folds = clamp_folds(op) if be.name == "torch" and op.generated else {}
-        kernels = [clamp_kernel() if k in folds else be.kernel(m)
+        folds = torch_folds(op) if be.name == "torch" and op.generated else {}
+        kernels = [fold_kernel(folds[k].kind, op.compiled) if k in folds else be.kernel(m)
                    for k, m in enumerate(op.body)]
         fn = body_function(op, kernels, name, folds) if op.generated \
             else interpreted(op, kernels)
@@ -76,10 +76,12 @@ def after_payback(fn: Kernel, compiler: Compiler, payback_s: float | None = None
 
 
 def structure_key(op: RegionOp) -> tuple:
-    """Members' kinds and parameters, and the wiring: equal keys compute the same thing."""
+    """Members' kinds, parameters and fold tags, and the wiring: equal keys compute the
+    same thing, lowered the same way."""
     members = tuple((type(m).__name__, tuple((f.name, plain_key(getattr(m, f.name)))
                                              for f in dataclasses.fields(m)
-                                             if f.name not in _NOT_PARAMS))
+                                             if f.name not in _NOT_PARAMS),
+                     tuple(sorted(m.tags & FOLD_TAGS)))
                     for m in op.body)
     return members, op.reads, op.outputs
 
@@ -94,59 +96,18 @@ def _value(r: Ref) -> str:
     return f"a{r.output}" if r.is_input else f"v{r.member}_{r.output}"
 
 
-Folds = dict[int, tuple[int, tuple[Ref, ...]]]
-"""member k -> (the member k absorbs, k's new reads): k's kernel is `clamp_kernel()`, its
-line calls it on them and the absorbed member's line is a no-op (`pass`, keeping the line
-numbers)."""
-
-
-def clamp_kernel() -> Kernel:
-    """The kernel of a folded maximum-minimum pair (torch's `clamp`): a leaf kernel like
-    any member's (the call-overhead bench counts and stubs it as one)."""
-    import torch
-
-    return torch.clamp
-
-
-def clamp_folds(op: RegionOp) -> Folds:
-    """`minimum(maximum(x, lo), hi)` (what `clip` records) as one `torch.clamp(x, lo, hi)`
-    where the maximum feeds only that minimum: clamp is defined as exactly that composition
-    (bit for bit), in one kernel call instead of two (12 vs 7 us at 64 elements, one
-    thread; the E5 step clips twice)."""
-    uses = [0] * len(op.body)
-    for reads in op.reads:
-        for r in reads:
-            if not r.is_input:
-                uses[r.member] += 1
-    for r in op.outputs:
-        if not r.is_input:
-            uses[r.member] += 2
-    folds: Folds = {}
-    for k, (m, reads) in enumerate(zip(op.body, op.reads)):
-        if not (isinstance(m, ops.BinaryOp) and m.fn == "minimum"):
-            continue
-        for side in (0, 1):
-            j = reads[side].member
-            inner = op.body[j] if not reads[side].is_input else None
-            if (isinstance(inner, ops.BinaryOp) and inner.fn == "maximum" and uses[j] == 1
-                    and reads[side].output == 0 and j not in folds):
-                folds[k] = (j, (*op.reads[j], reads[1 - side]))
-                break
-    return folds
-
-
 def source(op: RegionOp, folds: Folds | None = None) -> str:
     """`def region(a0, a1, ...)`: line k + 2 calls member k, then the values returned."""
     n_in = 1 + max((r.output for rs in op.reads for r in rs if r.is_input), default=-1)
     lines = [f"def region({', '.join(f'a{k}' for k in range(n_in))}):"]
     folds = folds or {}
-    gone = {j for j, _ in folds.values()}
+    gone = {f.absorbed for f in folds.values()}
     for k, (m, reads) in enumerate(zip(op.body, op.reads)):
         if k in gone:
             lines.append("    pass")
             continue
         if k in folds:
-            reads = folds[k][1]
+            reads = folds[k].reads
         args = [_value(r) for r in reads] + [str(k) for k in static_args(m)]
         outs = ", ".join(f"v{k}_{j}" for j in range(m.num_outputs))
         lines.append(f"    {outs} = k{k}({', '.join(args)})")
@@ -158,7 +119,7 @@ def source(op: RegionOp, folds: Folds | None = None) -> str:
 def body_function(op: RegionOp, kernels: list[Kernel], filename: str,
                   folds: Folds | None = None) -> Kernel:
     """The generated straight-line body (`enable_codegen_dataflows`); a member that
-    `folds` (torch's `clamp_folds`) names has `clamp_kernel()` as its kernel."""
+    `folds` (torch's `region_folds.torch_folds`) names calls its fold's kernel."""
     ns: dict[str, Any] = {f"k{k}": kern for k, kern in enumerate(kernels)}
     exec(compile(source(op, folds), filename, "exec"), ns)  # noqa: S102 - our own source
     fn: Kernel = ns["region"]

@@ -1,5 +1,5 @@
 """torch regions run `minimum(maximum(x, lo), hi)` (what `clip` records) as one
-torch.clamp (`regions.clamp_folds`): bit for bit what the two calls give, one call; a
+torch.clamp (`region_folds.torch_folds`): bit for bit what the two calls give, one call; a
 maximum read elsewhere too stays its own call."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from tempo.api import TempoContext
 from tempo.core.configs import ExecutionConfig
 from tempo.core.dtype import dtypes
 from tempo.core.ops_region import RegionOp
-from tempo.runtime import regions
+from tempo.runtime import region_folds, regions
 
 T_ = 4
 DATA = (np.random.default_rng(2).standard_normal((T_, 33)) * 2).astype(np.float32)
@@ -46,13 +46,13 @@ def _run(tmp_path: Any, shared_max: bool) -> tuple[list[np.ndarray], list[Region
 
 def test_clip_in_a_region_is_one_clamp_bit_for_bit(tmp_path: Any) -> None:
     got, regs = _run(tmp_path, shared_max=False)
-    folded = [r for r in regs if regions.clamp_folds(r)]
+    folded = [r for r in regs if region_folds.torch_folds(r)]
     assert folded, "the clip's maximum-minimum pair was not folded"
-    folds = regions.clamp_folds(folded[0])
+    folds = region_folds.torch_folds(folded[0])
     lines = regions.source(folded[0], folds).splitlines()
-    (k, (j, reads)), = folds.items()
-    assert lines[j + 1] == "    pass" and len(reads) == 3  # maximum absorbed: x, lo, hi
-    assert regions.clamp_kernel() is torch.clamp
+    (k, fold), = folds.items()
+    assert lines[fold.absorbed + 1] == "    pass" and len(fold.reads) == 3  # x, lo, hi
+    assert fold.kind == "clamp" and region_folds.fold_kernel("clamp") is torch.clamp
     x = torch.from_numpy(DATA) * 1.5
     want = torch.minimum(torch.maximum(x, torch.tensor(-1.0)), torch.tensor(0.5)) * 3.0
     np.testing.assert_array_equal(np.stack(got), want.numpy())  # NaN in place too
@@ -60,7 +60,7 @@ def test_clip_in_a_region_is_one_clamp_bit_for_bit(tmp_path: Any) -> None:
 
 def test_a_maximum_read_elsewhere_is_not_folded(tmp_path: Any) -> None:
     got, regs = _run(tmp_path, shared_max=True)
-    assert regs and not any(regions.clamp_folds(r) for r in regs)
+    assert regs and not any(region_folds.torch_folds(r) for r in regs)
     x = torch.from_numpy(DATA) * 1.5
     want = torch.clamp(x, -1.0, 0.5) * 3.0
     np.testing.assert_array_equal(np.stack(got), want.numpy())

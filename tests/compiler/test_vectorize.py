@@ -279,3 +279,36 @@ def test_part_of_large_looping_points_is_taken_in_the_loop(cfg: Any, backend: st
     looping = _looping(exe.sdg, "d0")
     taken = [x for x in looping if x.startswith(("slice", "index"))]
     assert bool(taken) == (cols == 130), looping
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_contraction_over_a_bound_sized_window_is_a_matmul(cfg: Any, backend: str) -> None:
+    """A discounted sum over the window `x[b, 0:T]` (GAE's closed form: a (T, T) weight
+    matrix times the window, recorded as a broadcast product and a sum) batched over b:
+    the window is T long, a bound whose value this compile knows, so the product's shape
+    is static for the contraction, which makes it a matmul — no (B, T, T) product (E5's
+    learner built and summed a strided 64x64x64 one per iteration)."""
+    n_b, n_t = 4, 32  # a product of 4096 elements: large enough to contract
+    xs = np.random.default_rng(5).standard_normal((n_b, n_t)).astype(np.float32)
+
+    def build(bB, tT):  # noqa: ANN001, ANN202
+        (b, _), (t, T) = bB, tT
+        x = RT.source_with_ts_udf(lambda ts: xs[ts[b], ts[t]], (), dtypes.float32,
+                                  domain=(b, t), lazy_vectorized_version=lambda d, n: (
+                                      (lambda ts: xs[:, ts[t]]) if d.name == b.name
+                                      else None))
+        return {"y": x[b, 0:T].discounted_cum_sum(0.9, 0, keep_symbolic_dim=False)}
+
+    res, exe = run_once(_cfg(cfg, backend, enable_dead_code_elim=True), 2, build,
+                        {0: n_b, 1: n_t})
+    k = np.arange(n_t)
+    weights = np.where(k[None, :] >= k[:, None], 0.9 ** (k[None, :] - k[:, None]), 0.0)
+    np.testing.assert_allclose(_np(res["y"]), xs @ weights.T.astype(np.float32),
+                               rtol=1e-5, atol=1e-5)
+    flat = list(flat_ops(exe.sdg.ops.values()))
+    assert "matmul" in [op.name for op in flat]
+    bounds = exe.sdg.bound_defs
+    sizes = [math.prod(exe.sdg.tensors[t].shape.try_resolve(bounds).as_static())
+             for t in exe.sdg.tensors if t.op_id in exe.sdg.ops
+             and exe.sdg.tensors[t].shape.try_resolve(bounds).is_static()]
+    assert max(sizes) < n_b * n_t * n_t, sizes

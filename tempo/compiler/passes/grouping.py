@@ -27,6 +27,7 @@ import islpy as isl
 
 from tempo.compiler.passes.grouping_cycles import Interval, edge_distance, returns
 from tempo.compiler.passes.grouping_escapes import Escapes
+from tempo.compiler.passes.grouping_folds import tagged_body
 from tempo.core import ops
 from tempo.core.configs import ExecutionConfig
 from tempo.core.index_expr import IndexSequence, Symbol
@@ -346,7 +347,8 @@ def fuse(sdg: SDG, members: list[int], cfg: ExecutionConfig) -> RegionOp:
     outs = [TensorId(m, k) for m in members for k in range(sdg.ops[m].num_outputs)
             if any(e.sink not in position for e in sdg.readers(TensorId(m, k)))]
     first = sdg.ops[members[0]]
-    body = tuple(bind_bounds(sdg.ops[m], sdg.bound_defs) for m in members)
+    body = tagged_body(sdg, members,
+                       tuple(bind_bounds(sdg.ops[m], sdg.bound_defs) for m in members))
     infos = [sdg.tensors[t] for t in outs]
     sizes = [_elements(sdg, sdg.read_shape(Edge(-1, 0, src, expr))) for src, expr in inputs]
     sizes += [_elements(sdg, i.shape) for i in infos]

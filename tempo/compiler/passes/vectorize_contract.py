@@ -78,8 +78,11 @@ class _Contraction:
     def _factor(self, e: Edge, rank: int, order: list[int], shape: tuple[int, ...]
                 ) -> tuple[TensorId, IndexSequence]:
         """Read `e` brought to `rank` dims, permuted to `order`, reshaped to `shape`; one
-        reshape when the permutation only moves size-1 dims (same element order)."""
-        have = tuple(self.sdg.read_shape(e).as_static())
+        reshape when the permutation only moves size-1 dims (same element order). A read
+        whose shape is static only once the bounds are known is reshaped to its values
+        (a view), so the matmul's shape rule sees the same dims on both sides."""
+        have = tuple(_shape(self.sdg, e).as_static())
+        symbolic = not self.sdg.read_shape(e).is_static()
         tid, expr = e.src, e.expr
         padded = (1,) * (rank - len(have)) + have
         moved = [j for j in order if padded[j] != 1]
@@ -88,12 +91,14 @@ class _Contraction:
                 tid, expr = self._op(ops.ReshapeOp, tid, expr, shape=Shape.from_(padded))
             tid, expr = self._op(ops.PermuteOp, tid, expr, dims=tuple(order))
             have = tuple(padded[j] for j in order)
+            symbolic = not self.sdg.tensors[tid].shape.is_static()
         elif isinstance(self.sdg.ops[e.src.op_id], ops.ReshapeOp) and e.is_point():
             inner = through(self.sdg, e)  # same element order: reshape the reshape's input
             if inner is not None and inner.is_point():
                 tid, expr = inner.src, inner.expr
-                have = tuple(self.sdg.read_shape(inner).as_static())
-        if have != shape:
+                have = tuple(_shape(self.sdg, inner).as_static())
+                symbolic = not self.sdg.read_shape(inner).is_static()
+        if have != shape or symbolic:
             tid, expr = self._op(ops.ReshapeOp, tid, expr, shape=Shape.from_(shape))
         return tid, expr
 
@@ -137,7 +142,7 @@ def _outer_products(sdg: SDG, batched: set[int]) -> None:
                 sdg.tensors[TensorId(mid, 0)].dtype):
             continue
         ea, eb = sdg.in_edges[mid]
-        sa, sb = sdg.read_shape(ea), sdg.read_shape(eb)
+        sa, sb = _shape(sdg, ea), _shape(sdg, eb)
         if not (sa.is_static() and sb.is_static()) or min(len(sa), len(sb)) < 2:
             continue
         if sa.as_static()[-1] != 1 or sb.as_static()[-2] != 1:
@@ -166,14 +171,14 @@ def contract(sdg: SDG, batched: set[int]) -> None:
                 or not all(isinstance(x, Symbol) and x.name == v.name
                            for x, v in zip(e.expr, m.domain.variables))):
             continue  # the sum must read the product at its own point
-        out = sdg.tensors[e.src].shape
+        out = sdg.tensors[e.src].shape.try_resolve(sdg.bound_defs)
         if not out.is_static() or not dtypes.is_float(sdg.tensors[e.src].dtype):
             continue
         dims = tuple(out.as_static())
         if math.prod(dims) < MIN_PRODUCT_ELEMENTS:
             continue
         ea, eb = sdg.in_edges[m.op_id]
-        sa, sb = sdg.read_shape(ea), sdg.read_shape(eb)
+        sa, sb = _shape(sdg, ea), _shape(sdg, eb)
         if not (sa.is_static() and sb.is_static()):
             continue
         rank = len(dims)
@@ -217,6 +222,12 @@ def _drop_unit_sum(sdg: SDG, s: ops.SumOp, prod: ops.Op) -> None:
         sdg.redefine(ops.ReshapeOp(op_id=s.op_id, domain=s.domain, site=s.site,
                                    shape=out.shape), [(TensorId(prod.op_id, 0),
                                                        s.domain.basis_expr)])
+
+
+def _shape(sdg: SDG, e: Edge) -> Shape:
+    """The shape read `e` delivers, its bounds' values substituted (a window `x[0:T]` of a
+    program compiled for T = 64 is 64 long: static for this rewrite)."""
+    return sdg.read_shape(e).try_resolve(sdg.bound_defs)
 
 
 def _read_of(sdg: SDG, op_id: int, reader: ops.Op) -> tuple[TensorId, IndexSequence]:

@@ -1,0 +1,65 @@
+"""Static facts the lowering of a fused region needs to run a pair of members as one
+backend call, recorded as tags on the region's members (`tempo.core.ops_region`):
+shapes and dtypes are known here, not where the region's body is lowered, and checking
+them at every call would cost more than the fold saves (a few us of Python per check on
+this CPU). The SDG and every rule stay as they are: a tag only says that the pair
+`matmul(x, w) + b` is a linear map with a bias row (`LINEAR_ROWS`, `LINEAR_BATCH`)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from tempo.core import ops
+from tempo.core.dtype import dtypes
+from tempo.core.op_base import Op
+from tempo.core.ops_region import LINEAR_BATCH, LINEAR_ROWS
+from tempo.core.sdg import SDG, Edge
+from tempo.schedule.grouping import is_basis
+
+
+def tagged_body(sdg: SDG, members: list[int], body: tuple[Op, ...]) -> tuple[Op, ...]:
+    """`body` (the members' ops, in order) with each member's fold tag added."""
+    position = {m: k for k, m in enumerate(members)}
+    out = list(body)
+    for k, m in enumerate(members):
+        tag = linear_tag(sdg, m, position)
+        if tag is not None:
+            out[k] = replace(out[k], tags=out[k].tags | {tag})
+    return tuple(out)
+
+
+def _static(sdg: SDG, e: Edge) -> tuple[int, ...] | None:
+    shape = sdg.read_shape(e)
+    if shape.vars_used():
+        return None
+    try:
+        dims = tuple(shape.evaluate(sdg.bound_defs))
+    except KeyError:
+        return None
+    return dims if all(isinstance(d, int) for d in dims) else None
+
+
+def linear_tag(sdg: SDG, add: int, position: dict[int, int]) -> str | None:
+    """LINEAR_ROWS / LINEAR_BATCH when op `add` is `matmul(x, w) + b` (either order) with a
+    matmul of the same region read at the same point, `w` (K, N), `b` (N,), `x` (..., K)
+    of rank >= 2, one float dtype for all; else None."""
+    op = sdg.ops[add]
+    if not (isinstance(op, ops.BinaryOp) and op.fn == "add"):
+        return None
+    ins = sorted(sdg.in_edges[add], key=lambda e: e.sink_in)
+    if len(ins) != 2:
+        return None
+    for side in (0, 1):
+        e, bias = ins[side], ins[1 - side]
+        mm = sdg.ops[e.src.op_id]
+        if (not isinstance(mm, ops.MatMulOp) or e.src.op_id not in position
+                or not is_basis(e, sdg)):
+            continue
+        x_e, w_e = sorted(sdg.in_edges[mm.op_id], key=lambda e: e.sink_in)
+        x, w, b = _static(sdg, x_e), _static(sdg, w_e), _static(sdg, bias)
+        types = {sdg.tensors[t.src].dtype for t in (x_e, w_e, bias)}
+        if (x is None or w is None or b is None or len(w) != 2 or len(x) < 2
+                or b != (w[1],) or len(types) != 1 or not dtypes.is_float(types.pop())):
+            continue
+        return LINEAR_ROWS if len(x) == 2 else LINEAR_BATCH
+    return None

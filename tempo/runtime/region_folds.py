@@ -1,0 +1,179 @@
+"""Member pairs of a generated torch region that torch runs as one call (`regions.source`
+calls the fold's kernel on the line of the pair's second member; the first's is `pass`).
+The SDG and its gradient rules are untouched: a fold is how the region is lowered.
+
+- `minimum(maximum(x, lo), hi)` (what `clip` records) is `torch.clamp(x, lo, hi)`, which is
+  defined as exactly that composition (bit for bit): one call instead of two (12 vs 7 us at
+  64 elements, one thread; the E5 step clips twice).
+- `matmul(x, w) + b` with a bias row `b` (one value per output column; the grouping pass
+  tags such adds, `tempo.compiler.passes.grouping_folds`) is `torch.addmm` (`F.linear`
+  for a batched `x`): one BLAS call that starts from the bias (the same sum, added in the
+  same place: equal bits in the tests), instead of a matmul and an add.
+
+A fold applies where the first member's value is read only by the second (else both
+calls are needed anyway).
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from tempo.core import ops
+from tempo.core.ops_region import FOLD_TAGS, LINEAR_BATCH, LINEAR_ROWS, Ref, RegionOp
+
+Kernel = Callable[..., Any]
+
+
+@dataclass(frozen=True)
+class Fold:
+    """Member `into` absorbs member `absorbed`: its line calls `fold_kernel(kind)` on `reads`."""
+
+    absorbed: int
+    reads: tuple[Ref, ...]
+    kind: str
+
+
+Folds = dict[int, Fold]
+"""member k -> its fold (k's kernel is `fold_kernel(fold.kind)`)."""
+
+
+def _uses(op: RegionOp) -> list[int]:
+    """Reads of each member's output 0 inside the region (an output counts as 2: kept)."""
+    uses = [0] * len(op.body)
+    for reads in op.reads:
+        for r in reads:
+            if not r.is_input:
+                uses[r.member] += 1
+    for r in op.outputs:
+        if not r.is_input:
+            uses[r.member] += 2
+    return uses
+
+
+def _sole_producer(op: RegionOp, r: Ref, uses: list[int], taken: set[int],
+                   cls: type, fn: str | None = None) -> int | None:
+    """The member `r` reads when it is a `cls` (with `fn`, for a BinaryOp) whose output 0
+    only this read uses and that no other fold has taken; else None."""
+    if r.is_input or r.output != 0 or uses[r.member] != 1 or r.member in taken:
+        return None
+    m = op.body[r.member]
+    if not isinstance(m, cls) or (fn is not None and getattr(m, "fn", None) != fn):
+        return None
+    return r.member
+
+
+def torch_folds(op: RegionOp) -> Folds:
+    """Every fold of `op`'s members that torch runs as one call (module docstring): a
+    clip's pair always, a matmul and its add where the grouping pass tagged the add."""
+    uses, folds = _uses(op), {}
+    taken: set[int] = set()
+    for k, (m, reads) in enumerate(zip(op.body, op.reads)):
+        if not isinstance(m, ops.BinaryOp):
+            continue
+        if m.fn == "minimum":
+            inner: tuple[type, str | None] = (ops.BinaryOp, "maximum")
+            kind = "clamp"
+        elif m.fn == "add" and m.tags & FOLD_TAGS:
+            inner, kind = (ops.MatMulOp, None), next(iter(m.tags & FOLD_TAGS))
+        else:
+            continue
+        for side in (0, 1):
+            j = _sole_producer(op, reads[side], uses, taken, *inner)
+            if j is None:
+                continue
+            folds[k] = Fold(j, (*op.reads[j], reads[1 - side]), kind)
+            taken |= {j, k}
+            break
+    return folds
+
+
+def fold_kernel(kind: str, compiled: bool = False) -> Kernel:
+    """The kernel of a fold of `kind`: a leaf kernel like any member's (the call-overhead
+    bench counts and stubs it as one); `compiled`: for a body torch.compile may trace."""
+    import torch
+
+    if kind == "clamp":
+        return torch.clamp
+    if kind in (LINEAR_ROWS, LINEAR_BATCH):
+        return linear_kernel(kind == LINEAR_ROWS, compiled)
+    raise ValueError(f"no fold kind {kind!r}")
+
+
+def linear_kernel(rows: bool, compiled: bool = False) -> Kernel:
+    """`matmul(x, w) + b`, b a bias row of `x @ w` (the grouping pass checked the shapes
+    and dtypes: `grouping_folds`), in one call: `addmm` for a matrix `x` (`rows`),
+    `F.linear` for a batch of rows (torch folds a contiguous batch into the rows of one
+    addmm; a strided one, e.g. a broadcast observation, is reshaped into rows first, as
+    the matmul kernel does). The weight is prepared once per weight (`Prepared`), except
+    in a body torch.compile traces (`compiled`: it lays out its own operands)."""
+    import torch
+    import torch.nn.functional as F  # noqa: N812
+
+    addmm, linear = torch.addmm, F.linear
+    if compiled:
+        if rows:
+            return addmm
+        return lambda x, w, b: linear(x, w.mT, b)
+    memo = Prepared((lambda wc: wc) if rows else (lambda wc: wc.mT))
+    if rows:
+        def addmm_rows(x: Any, w: Any, b: Any) -> Any:
+            ref = memo.ref  # the hit path inlined: a Python call costs ~1 us here
+            if ref is not None and ref() is w and w._version == memo.version and memo.wp \
+                    is not None:
+                return addmm(b, x, memo.wp)
+            return addmm(b, x, memo(w))
+
+        return addmm_rows
+
+    def linear_batch(x: Any, w: Any, b: Any) -> Any:
+        ref = memo.ref
+        if ref is not None and ref() is w and w._version == memo.version and memo.wp \
+                is not None:
+            wp = memo.wp
+        else:
+            wp = memo(w)
+        if x.is_contiguous():
+            return linear(x, wp, b)
+        return addmm(b, x.reshape(-1, x.shape[-1]), wp.mT).view(*x.shape[:-1], w.shape[1])
+
+    return linear_batch
+
+
+CONTIGUOUS_ONCE_BYTES = 1 << 20
+"""The largest matrix `ContiguousOnce` copies. Measured (one thread, MKL, 2026-11-23): a
+transposed (N, K) weight costs 12-14 us more per addmm than its contiguous (K, N) copy at
+(64, 48..64) @ (.., 64), 80 us at 4096 rows, 200 us at (8 or 64, 768) @ (768, 768); the
+copy costs about one such call (22 us for 64x64, 0.7 ms for 768x768). The cap bounds the
+bytes a copy keeps outside the memory accountant's view (one matrix per kernel)."""
+
+
+class Prepared:
+    """The prepared form `prepare(contiguous w)` of a matrix operand `w`: a non-contiguous
+    `w` (a weight's transposed view, `x @ W.T`) is made contiguous once for as long as the
+    same tensor comes back unchanged (same object, same `_version`), so a loop-invariant
+    weight read inside a loop is copied at its second call and reused by the rest,
+    instead of costing the transposed BLAS path at every call. A tensor seen once is used
+    as it is (a copy that cannot pay is not made), one larger than CONTIGUOUS_ONCE_BYTES
+    is never copied, and the tensor itself is held only weakly. Callers inline the hit
+    test (`ref() is w`, same version, `wp` set) and call this on a miss."""
+
+    __slots__ = ("prepare", "ref", "version", "wp")
+
+    def __init__(self, prepare: Callable[[Any], Any]) -> None:
+        self.prepare = prepare
+        self.ref: Any = None
+        self.version = -1
+        self.wp: Any = None
+
+    def __call__(self, w: Any) -> Any:
+        ref = self.ref
+        if ref is not None and ref() is w and w._version == self.version:  # its second call
+            small = w.numel() * w.element_size() <= CONTIGUOUS_ONCE_BYTES
+            self.wp = self.prepare(w.contiguous() if small else w)
+            return self.wp
+        self.ref, self.version = weakref.ref(w), w._version
+        self.wp = self.prepare(w) if w.is_contiguous() else None
+        return self.prepare(w) if self.wp is None else self.wp

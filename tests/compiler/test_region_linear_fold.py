@@ -1,0 +1,126 @@
+"""torch regions run `matmul(x, w) + b` with a bias row as one `addmm` / `F.linear` call
+(the grouping pass tags the add from static shapes, `grouping_folds`; the runtime folds
+it, `region_folds`): Linear layers' values and gradients against torch eager on torch,
+jax and numpy, with vectorisation (x a batch of rows) and without (x a matrix); the
+kernel against `matmul + add` bit for bit, with its weight copy reused only while the
+weight is the same unchanged tensor."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+from programs import all_passes
+
+from tempo.api import RecurrentTensor as RT
+from tempo.api import TempoContext
+from tempo.api.nn.linear import Linear
+from tempo.core.configs import ExecutionConfig
+from tempo.core.dtype import dtypes
+from tempo.core.ops_region import LINEAR_BATCH, LINEAR_ROWS, RegionOp
+from tempo.runtime import region_folds
+
+T_, M, K, H, N = 4, 5, 6, 8, 3
+RNG = np.random.default_rng(7)
+X = RNG.standard_normal((T_, M, K)).astype(np.float32)
+W1, B1 = RNG.standard_normal((H, K)).astype(np.float32), RNG.standard_normal(H).astype(
+    np.float32)
+W2, B2 = RNG.standard_normal((N, H)).astype(np.float32), RNG.standard_normal(N).astype(
+    np.float32)
+
+
+def _const(v: np.ndarray) -> Any:
+    return lambda shape, dtype, domain: RT.const(v)
+
+
+def _tempo(backend: str, vec: bool) -> tuple[dict[str, np.ndarray], list[RegionOp]]:
+    cfg = all_passes(ExecutionConfig.test_cfg())
+    cfg = dataclasses.replace(cfg, backend=backend, enable_vectorization=vec)
+    ctx = TempoContext(cfg, num_dims=1)
+    ((t, T),) = ctx.variables_and_bounds
+    got: dict[str, list[np.ndarray]] = {"y": [], "w1": [], "b1": [], "w2": []}
+
+    def keep(name: str) -> Any:
+        return lambda v: got[name].append(np.asarray(v).copy())
+
+    with ctx:
+        l1 = Linear(K, H, w_init_fun=_const(W1), b_init_fun=_const(B1))
+        l2 = Linear(H, N, w_init_fun=_const(W2), b_init_fun=_const(B2))
+        x = RT.source_with_ts_udf(lambda ts: X[ts[t]], (M, K), dtypes.float32, domain=(t,),
+                                  lazy_vectorized_version=lambda d, n: lambda ts: X)
+        y = l2(l1(x).tanh())
+        y.sink_udf(keep("y"))
+        ((y * y).sum() * (RT.from_symbol(t).cast(dtypes.float32) + 1.0)).backward()
+        for name, p in (("w1", l1.w), ("b1", l1.b), ("w2", l2.w)):
+            p.grad.sink_udf(keep(name))
+    exe = ctx.compile({T: T_})
+    exe.execute()
+    out = {"y": np.stack(got["y"])}
+    out.update({k: got[k][-1] for k in ("w1", "b1", "w2")})
+    return out, [op for op in exe.sdg.ops.values() if isinstance(op, RegionOp)]
+
+
+def _reference() -> dict[str, np.ndarray]:
+    w1, b1, w2 = (torch.tensor(v, requires_grad=True) for v in (W1, B1, W2))
+    y = torch.nn.functional.linear(torch.tanh(torch.from_numpy(X) @ w1.T + b1), w2,
+                                   torch.from_numpy(B2))
+    weight = torch.arange(1, T_ + 1, dtype=torch.float32).reshape(T_, 1, 1)
+    ((y * y) * weight).sum().backward()
+    return {"y": y.detach().numpy(), "w1": w1.grad.numpy(), "b1": b1.grad.numpy(),
+            "w2": w2.grad.numpy()}
+
+
+@pytest.mark.parametrize("vec", [True, False], ids=["vec", "loop"])
+@pytest.mark.parametrize("backend", ["torch", "jax", "numpy"])
+def test_linear_layers_fold_with_the_same_values_and_gradients(backend: str,
+                                                               vec: bool) -> None:
+    got, regions = _tempo(backend, vec)
+    want = _reference()
+    for k in want:
+        np.testing.assert_allclose(got[k], want[k], rtol=2e-5, atol=2e-5, err_msg=k)
+    tags = {t for r in regions for m in r.body for t in m.tags}
+    assert (LINEAR_BATCH if vec else LINEAR_ROWS) in tags, tags
+    if backend == "torch":
+        kinds = {f.kind for r in regions for f in region_folds.torch_folds(r).values()}
+        assert kinds >= {LINEAR_BATCH if vec else LINEAR_ROWS}, kinds
+
+
+def _want(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    return torch.matmul(x, w) + b
+
+
+@pytest.mark.parametrize("rows", [True, False], ids=["addmm", "linear"])
+def test_the_kernel_equals_matmul_plus_add_bit_for_bit(rows: bool) -> None:
+    g = torch.Generator().manual_seed(0)
+    param = torch.randn(16, 12, generator=g)
+    w, b = param.mT, torch.randn(16, generator=g)  # (12, 16): a weight's transposed view
+    kernel = region_folds.fold_kernel(LINEAR_ROWS if rows else LINEAR_BATCH)
+    xs = [torch.randn(9, 12, generator=g)] if rows else [
+        torch.randn(4, 9, 12, generator=g),
+        torch.randn(9, 12, generator=g).unsqueeze(0).expand(4, 9, 12)]  # strided batch
+    for x in xs:
+        for _ in range(3):  # the weight's first call, its copy's making and reuse
+            assert torch.equal(kernel(x, w, b), _want(x, w, b))
+        with torch.no_grad():
+            param.mul_(-0.5)  # in place: the copy of the old values must not be used
+        assert torch.equal(kernel(x, w, b), _want(x, w, b))
+        other = torch.randn(12, 16, generator=g)
+        assert torch.equal(kernel(x, other, b), _want(x, other, b))
+
+
+def test_a_weight_is_copied_at_its_second_call_and_only_while_unchanged() -> None:
+    copies: list[int] = []
+    memo = region_folds.Prepared(lambda wc: copies.append(1) or wc)
+    param = torch.randn(8, 6)
+    w = param.mT
+    assert memo(w) is w and memo.wp is None  # first sighting: used as it is
+    wc = memo(w)  # second: copied once
+    assert wc.is_contiguous() and torch.equal(wc, w) and memo.wp is wc
+    param.add_(1.0)
+    assert memo(w) is w and memo.wp is None  # changed in place: forgotten
+    big = torch.randn(region_folds.CONTIGUOUS_ONCE_BYTES // 4 + 8, 2).mT
+    memo(big)
+    assert memo(big) is big  # too large to copy: kept as it is
