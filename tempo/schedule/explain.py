@@ -8,6 +8,8 @@ applies at that end."""
 
 from __future__ import annotations
 
+import re
+
 from dataclasses import dataclass
 from typing import Any
 
@@ -107,7 +109,8 @@ def _fix(sdg: SDG, e: Edge, s: Side) -> str:
     """A fix that applies where the read leaves: a base case, a clamp, or a smaller index."""
     reader, src = sdg.ops[e.sink], sdg.ops[e.src.op_id]
     src_name = naming.op_label(src, sdg.names)
-    constant = not any(c.isalpha() for c in s.word)
+    bounds = {v.as_bound().name for v in sdg.universe.variables}
+    constant = all(w in bounds for w in re.findall(r"[A-Za-z_]\w*", s.word))  # e.g. `T`, `T + 1`
     if s.end == "start":
         if isinstance(reader, ops.MergeOp) or isinstance(src, ops.MergeOp):
             rec = reader if isinstance(reader, ops.MergeOp) else src
@@ -182,6 +185,8 @@ def _when(sdg: SDG, e: Edge, decl: str, values: dict[str, int]) -> str:
     bounds = naming.point_word({k: values[k] for k in params})
     example = f"{concrete} with {bounds}" if concrete and bounds else (concrete or bounds)
     cond = _symbolic_condition(sdg, e, decl, params)
+    if cond == "always":
+        return f"at every point (e.g. at {example})"
     if cond:
         return f"when {cond} (e.g. at {example})"
     return f"at {example}"
