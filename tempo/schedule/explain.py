@@ -9,7 +9,6 @@ applies at that end."""
 from __future__ import annotations
 
 import re
-
 from dataclasses import dataclass
 from typing import Any
 
