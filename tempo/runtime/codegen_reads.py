@@ -16,7 +16,7 @@ def read_slices(store: dict, parts: tuple, stack: Callable) -> Any:
     """Gather points of `store`: `parts` holds ints and (lo, hi) ranges; ranges are stacked
     as leading dims in order. A jax block store (a compiled loop's stacked output) returns
     the blocks that cover the range as they are."""
-    if type(store) is StackedStore:
+    if isinstance(store, StackedStore):
         got = store.read_range(parts, stack)
         if got is not None:
             return got

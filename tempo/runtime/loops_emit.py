@@ -21,6 +21,7 @@ from tempo.core.sdg import Edge, TensorId
 from tempo.runtime.backends.common import NP_OF
 from tempo.runtime.loops import Item, LoopAnalysis, Read, Reject, Segment
 from tempo.runtime.loops_nest import analyse
+from tempo.runtime.stores import TrackedStore
 from tempo.runtime.stores_stacked import StackedStore
 from tempo.schedule.tree import Exec, If, Loop, Node, Seq, While, walk
 
@@ -60,12 +61,13 @@ class LoopLowering:
 
     def __init__(self, gen: Any, tree: Node, bounds: dict[str, int], runner: RunnerFactory,
                  rows: Rows, backend: Any = None, stores: dict[TensorId, Any] | None = None,
-                 stacked: Callable[[int], StackedStore] | None = None,
+                 stacked: Callable[[int, Any], StackedStore] | None = None,
                  nest: Callable[..., Any] | None = None) -> None:
         self.gen = gen
         self.nest = nest  # (body source, plan, kernel ops) -> a nest's runner
         self.stores = stores  # a plain point store a scan writes whole becomes a block
-        self.stacked = stacked  # store (`stacked(key position)`); None: rows, per point
+        self.stacked = stacked  # store (`stacked(key position, the store it replaces)`);
+        # None: rows, per point
         ended = {e.bound for e in gen.endings.values()}
         self.bounds = {k: v for k, v in bounds.items() if k not in ended}
         self.outer: dict[int, dict[str, range]] = {}  # id(loop) -> enclosing static ranges
@@ -104,6 +106,8 @@ class LoopLowering:
         for s in segs:
             if s.scanned and s.draws and "_rkey" not in self.namespace:
                 s.why = "random draws without the backend's key chain"
+            if s.scanned and any(t in gen.static for t in (*s.stacked, *s.last)):
+                s.why = "its outputs go to a store charged statically (codegen_static.py)"
         if not any(s.scanned for s in segs):
             self.reports.append(LoopReport(head, [(an.counters[s.start], an.counters[s.stop - 1],
                                                    None, s.why) for s in segs]))
@@ -342,12 +346,14 @@ class LoopLowering:
         parts = seg.items[seg.producer[tid]].parts
         run = self._run_of(an, parts, order)
         store = self.stores.get(tid) if self.stores is not None else None
+        tracked = type(store) is TrackedStore and tid not in self.gen.static
         if run is not None and self.stacked is not None and tid not in self.gen.local and (
-                type(store) is dict or (isinstance(store, StackedStore) and store.dim == run[0])):
+                type(store) is dict or tracked or
+                (isinstance(store, StackedStore) and store.dim == run[0])):
             pos, lo, _ = run
-            if type(store) is dict:
+            if type(store) is dict or tracked:  # (a tracked one charges the block)
                 assert self.stores is not None
-                self.stores[tid] = self.stacked(pos)
+                self.stores[tid] = self.stacked(pos, store)
             alive = None if len(keep) == seg.stop - seg.start else \
                 sorted(int(an.at(parts[pos], n)) - lo for n in keep)
             pre = self.gen._key([p for j, p in enumerate(parts) if j != pos])

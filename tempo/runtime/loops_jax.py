@@ -4,6 +4,7 @@ jitted once per runner (jax caches the compiled scan per input shapes and dtypes
 from __future__ import annotations
 
 import functools
+import itertools
 import re
 from typing import Any
 
@@ -12,6 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from tempo.runtime.backends.common import NP_OF
+from tempo.runtime.stores import TrackedStore
 from tempo.runtime.stores_stacked import StackedStore
 
 
@@ -128,10 +130,83 @@ def _join(pieces: list[Any]) -> Any:
     return jnp.concatenate(pieces, axis=0)
 
 
-def stacked_store(dim: int) -> StackedStore:
+def stacked_store(dim: int, like: Any = None) -> StackedStore:
     """A jax block store along key position `dim` (a point of a block: one jitted index
-    per block shape; a range over blocks and points: one concatenation)."""
+    per block shape; a range over blocks and points: one concatenation); a tracked one
+    if it replaces a tracked run's point store `like`."""
+    if type(like) is TrackedStore:
+        return TrackedStackedStore(dim, _take, _join, like)
     return StackedStore(dim, _take, _join)
+
+
+_HELD = itertools.count(-1, -1)
+"""Accountant holder keys of blocks (negative: never a storage's key)."""
+
+
+class TrackedStackedStore(StackedStore):
+    """A tracked run's jax block store: a point written alone is charged by its storage
+    (as `TrackedStore` charges it); a scan's stacked output is written as one block and
+    charged at that write as its live points would have been written one by one (the
+    bytes of a row each), then credited row by row as they are freed."""
+
+    def __init__(self, dim: int, take: Any, join: Any, like: TrackedStore) -> None:
+        super().__init__(dim, take, join)
+        self.tid, self.acct, self.storage = like.tid, like.acct, like.storage
+        self.kept: dict[Any, int] = {}
+        self.rows: dict[int, tuple[int, int]] = {}  # id(block) -> (holder key, row bytes)
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        if dict.__contains__(self, key):
+            self.pop(key)
+        k, n = self.storage(value)
+        self.acct.hold(self.tid, k, n)
+        self.kept[key] = k
+        dict.__setitem__(self, key, value)
+
+    def put_block(self, pre: tuple, lo: int, arr: Any, alive: Any) -> None:
+        super().put_block(pre, lo, arr, alive)
+        b = self.blocks[pre][-1]
+        per = self.storage(arr)[1] // max(int(arr.shape[0]), 1)
+        key = next(_HELD)
+        self.acct.charge(self.tid, per * len(b.alive))  # the cap: relief or an error
+        self.acct.held[key] = [per * len(b.alive), 1]
+        self.rows[id(b)] = (key, per)
+
+    def pop(self, key: Any, default: Any = None) -> Any:
+        if dict.__contains__(self, key):
+            value = dict.pop(self, key)
+            self.acct.drop(self.kept.pop(key))
+            return value
+        pre, i = self._split(key)
+        b = self._find(pre, i)
+        if b is not None:
+            self._credit(b, 1)
+            if len(b.alive) == 1:
+                del self.rows[id(b)]
+        return super().pop(key, default)
+
+    def _credit(self, b: Any, n: int) -> None:
+        hk, per = self.rows[id(b)]
+        ref = self.acct.held[hk]
+        ref[0] -= per * n
+        self.acct.live -= per * n
+        if ref[0] <= 0:
+            del self.acct.held[hk]
+
+    def clear(self) -> None:
+        for k in self.kept.values():
+            self.acct.drop(k)
+        for bs in self.blocks.values():
+            for b in bs:
+                self._credit(b, len(b.alive))
+        super().clear()
+        self.kept.clear()
+        self.rows.clear()
+
+    def device_bytes(self) -> int:
+        held = self.acct.held
+        return sum(held[k][0] for k in set(self.kept.values()) if k in held) + \
+            sum(held[k][0] for k, _ in self.rows.values() if k in held)
 
 
 class _Tape:

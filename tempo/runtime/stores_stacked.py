@@ -60,7 +60,21 @@ class StackedStore(dict):
         """Points lo.. of prefix `pre` as the rows of `arr`; `alive`: the row numbers
         that hold live points (None: all)."""
         rows = range(int(arr.shape[0])) if alive is None else alive
+        hi = lo + int(arr.shape[0])
+        for b in list(self.blocks.get(pre, ())):  # a new run's write replaces what an
+            for i in sorted(b.alive):  # earlier run left (a free of each point)
+                if lo <= i < hi:
+                    self.pop(self.key(pre, i))
+        if dict.__len__(self):
+            for i in range(lo, hi):
+                k = self.key(pre, i)
+                if dict.__contains__(self, k):
+                    self.pop(k)
         self.blocks.setdefault(pre, []).append(Block(lo, arr, {lo + j for j in rows}))
+
+    def key(self, pre: tuple, i: int) -> tuple:
+        """The key of point `i` along the dim, prefix `pre` the other positions."""
+        return pre[:self.dim] + (i,) + pre[self.dim:]
 
     def __missing__(self, key: tuple) -> Any:
         pre, i = self._split(key)

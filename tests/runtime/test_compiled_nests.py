@@ -220,3 +220,28 @@ def test_a_step_jax_cannot_trace_runs_as_python_and_says_why(
     _close(on["h"], off["h"].numpy(), 0.0)
     fails = [r.failed for _, _, _, r, _ in _nests(exe) if r is not None]
     assert fails and all(f == "TypeError: not traceable" for f in fails)
+
+
+def test_a_tracked_run_writes_scan_outputs_as_blocks_charged_as_points(tmp_path: Any) -> None:
+    """Under a cap (the outer loop keeps its Python steps, the timeline samples each) the
+    inner scans' stacked outputs go to their stores as one block per scan, charged as
+    their live points (a row's bytes each): the same values; a second run charges the
+    same as the first (its blocks replace the first run's)."""
+    on, exe = run_once(_cfg(tmp_path, enable_compiled_loops=True,
+                            device_memory_cap_bytes=1 << 30), 2, mlp_steps, {0: I_, 1: K_})
+    for name, ref in mlp_numpy().items():
+        _close(on[name], ref)
+    blocks = [s for s in exe.stores.values() if isinstance(s, loops_jax.TrackedStackedStore)
+              and s.blocks]
+    assert blocks
+    for s in blocks:
+        point = exe.sdg.tensors[s.tid].dtype.repr_bytes * int(
+            np.prod([int(d) for d in exe.sdg.tensors[s.tid].shape]))
+        assert s.device_bytes() == len(s) * point  # every live point once, blocks too
+    a = exe.accountant
+    live = a.live
+    assert live == sum(ref[0] for ref in a.held.values())
+    exe.execute()
+    assert a.live == live
+    exe.reset()
+    assert a.live == 0

@@ -403,7 +403,7 @@ class PythonExecutor(Executor):
                 if not 0 <= k < n:
                     raise out_of_range_error(self.sdg, tensor_id, v.name, int(i), n, user_site())
                 parts.append(k if v.name in kept else None)
-        if type(store) is StackedStore:  # a compiled loop's block: the range as it is
+        if isinstance(store, StackedStore):  # a compiled loop's block: the range as it is
             got = _block_range(store, parts, self.backend.stack)
             if got is not None:
                 return got
