@@ -37,12 +37,17 @@ def _torch_udf(op: ops.UDFSourceOp | ops.MapUDFOp, be: Any) -> Kernel:
 
 
 def _as_jax(r: Any, dt: Any, dev: Any) -> Any:
+    """A UDF's result on the backend's device in one explicit transfer (a jnp.asarray
+    first would copy host data to the default device, then on to `dev`)."""
     import jax
     import jax.numpy as jnp
+    import numpy as np
 
-    if hasattr(r, "detach"):  # a torch tensor from a UDF
+    if hasattr(r, "detach"):  # a torch tensor from a UDF (on its device: DLPack, no copy)
         r = jnp.from_dlpack(r.detach().contiguous())
-    return jax.device_put(jnp.asarray(r, dtype=dt), dev)
+    if isinstance(r, jax.Array):
+        return jax.device_put(r if r.dtype == dt else r.astype(dt), dev)
+    return jax.device_put(np.asarray(r, dtype=dt), dev)
 
 
 def _jax_udf(op: ops.UDFSourceOp | ops.MapUDFOp, be: Any) -> Kernel:

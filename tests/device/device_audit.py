@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import importlib.util
 import os
 import sys
 from collections.abc import Callable, Iterator
@@ -34,9 +35,17 @@ from tempo.runtime.backends.torch import TorchBackend
 from tempo.runtime.executor.executor import PythonExecutor
 
 _TEMPO_DIR = os.path.dirname(tempo.__file__)
-_TORCH_DIR = os.path.dirname(torch.__file__)
-_SKIP = (_TORCH_DIR, os.path.dirname(contextlib.__file__) + os.sep + "contextlib",
-         __file__)
+
+
+def _package_dir(name: str) -> str:
+    spec = importlib.util.find_spec(name)
+    origin = spec.origin if spec is not None else None
+    return os.path.dirname(origin) + os.sep if origin else "\0"
+
+
+# Frames of these are passed over to find who made a call: the libraries, the audits.
+SKIP: list[str] = [*(_package_dir(p) for p in ("torch", "jax", "jaxlib", "numpy")),
+                   os.path.dirname(contextlib.__file__) + os.sep + "contextlib", __file__]
 
 FACTORIES = frozenset({
     torch.tensor, torch.as_tensor, torch.asarray, torch.zeros, torch.ones, torch.empty,
@@ -62,30 +71,47 @@ SYNC_OPS = frozenset({
 
 @dataclasses.dataclass(frozen=True)
 class Finding:
-    """One call that would be wrong (or slow) on a GPU, at the Tempo line that made it."""
+    """One call that would be wrong (or slow) on a GPU, at the Tempo line that made it;
+    `via`: the Tempo functions further out, as (file, function), innermost first."""
 
-    kind: str  # "host-created" | "host-sync"
+    kind: str  # "host-created" | "host-sync" | "host-read"
     what: str
     where: str
+    via: tuple[tuple[str, str], ...] = dataclasses.field(default=(), compare=False)
 
     def __str__(self) -> str:
-        return f"{self.kind}: {self.what} at {self.where}"
+        chain = " <- ".join(f"{f}:{fn}" for f, fn in self.via[1:4])
+        return f"{self.kind}: {self.what} at {self.where}" + (f" <- {chain}" if chain else "")
 
 
-def tempo_caller(frame: FrameType | None) -> str | None:
-    """`file:line (function)` of the nearest caller outside torch and this module, if it
-    is Tempo's (package or generated code); None when the caller is user code (a UDF)."""
-    while frame is not None:
-        name = frame.f_code.co_filename
-        if not name.startswith(_SKIP):
-            if name.startswith("<tempo"):
-                return f"{name}:{frame.f_lineno} ({frame.f_code.co_name})"
-            if name.startswith(_TEMPO_DIR):
-                rel = os.path.relpath(name, os.path.dirname(_TEMPO_DIR))
-                return f"{rel}:{frame.f_lineno} ({frame.f_code.co_name})"
-            return None
-        frame = frame.f_back
+def _tempo_file(name: str) -> str | None:
+    if name.startswith("<tempo"):
+        return name
+    if name.startswith(_TEMPO_DIR):
+        return os.path.relpath(name, os.path.dirname(_TEMPO_DIR))
     return None
+
+
+def tempo_caller(frame: FrameType | None) -> tuple[str, tuple[tuple[str, str], ...]] | None:
+    """`file:line (function)` of the nearest caller outside the libraries and the audits,
+    if it is Tempo's (package or generated code), with the Tempo functions it was called
+    through; None when the caller is user code (a UDF)."""
+    while frame is not None and frame.f_code.co_filename.startswith(tuple(SKIP)):
+        frame = frame.f_back
+    if frame is None:
+        return None
+    file = _tempo_file(frame.f_code.co_filename)
+    if file is None:
+        return None
+    where = f"{file}:{frame.f_lineno} ({frame.f_code.co_name})"
+    via: list[tuple[str, str]] = []
+    f: FrameType | None = frame
+    while f is not None and len(via) < 8:
+        name = _tempo_file(f.f_code.co_filename)
+        if name is not None:
+            via.append((name, f.f_code.co_name))
+        f = f.f_back
+    return where, tuple(via)
 
 
 class DeviceAudit:
@@ -98,10 +124,10 @@ class DeviceAudit:
         self.allowed: list[Callable[[Finding], bool]] = []
 
     def record(self, kind: str, what: str) -> None:
-        where = tempo_caller(sys._getframe(1))
-        if where is None:
+        caller = tempo_caller(sys._getframe(1))
+        if caller is None:
             return
-        f = Finding(kind, what, where)
+        f = Finding(kind, what, *caller)
         if f not in self.findings and not any(ok(f) for ok in self.allowed):
             self.findings.append(f)
 
