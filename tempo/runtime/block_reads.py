@@ -7,6 +7,10 @@ ranges read stay zero: the kernel masks them); each point is copied once, as poi
 run are written once. Until every row is in, each read moves the buffer to the device
 (O(U) per step, not the whole history); a complete block is moved once and kept until
 `clear()`. Blocks wholly before a read's start are dropped (reads move forward: windows).
+
+Off the CPU (a GPU, or "fake-gpu") the host buffer would cost a device-to-host copy of
+each point and a host-to-device copy of the block at each read: there a block is
+assembled on the device instead, by stacking its points (a zero row for each missing).
 """
 
 from __future__ import annotations
@@ -28,7 +32,11 @@ class PointBlocks:
 
     def __init__(self, store: Any, dim: int, block: int, to_numpy: Callable[[Any], Any],
                  from_numpy: Callable[[Any], Any], tid: TensorId,
-                 acct: MemoryAccountant | None, storage: Storage) -> None:
+                 acct: MemoryAccountant | None, storage: Storage,
+                 stack: Callable[[list[Any]], Any] | None = None) -> None:
+        self.stack = stack  # given: assemble blocks on the device (see the module)
+        self.rows: dict[tuple[tuple, int], list[Any]] = {}  # device assembly's points
+        self.zeros: Any = None  # the device assembly's row for points not read yet
         self.store = store
         self.dim = dim
         self.block = block
@@ -50,6 +58,8 @@ class PointBlocks:
         got = kept.get(b)
         if got is not None:
             return got
+        if self.stack is not None:
+            return self._device_block(self.stack, pre, b, s, e)
         store, U, base = self.store, self.block, b * self.block
         part = self.partial.get((pre, b))
         if part is None:
@@ -63,10 +73,30 @@ class PointBlocks:
         blk = self.from_numpy(buf)
         if have.all():
             del self.partial[(pre, b)]
-            kept[b] = blk
-            if self.acct is not None:
-                self.acct.hold(self.tid, *self.storage(blk))
+            self._keep(pre, b, blk)
         return blk
+
+    def _device_block(self, stack: Callable[[list[Any]], Any], pre: tuple, b: int, s: int,
+                      e: int) -> Any:
+        """`_block` assembled on the device: the points themselves, stacked."""
+        base = b * self.block
+        rows = self.rows.setdefault((pre, b), [None] * self.block)
+        for j in range(s, e):
+            if rows[j] is None:
+                rows[j] = self.store[self._key(pre, base + j)]
+        if self.zeros is None:
+            first = rows[s]
+            self.zeros = self.from_numpy(np.zeros(tuple(first.shape)))  # in the tensor's dtype
+        blk = stack([self.zeros if r is None else r for r in rows])
+        if all(r is not None for r in rows):
+            del self.rows[(pre, b)]
+            self._keep(pre, b, blk)
+        return blk
+
+    def _keep(self, pre: tuple, b: int, blk: Any) -> None:
+        self.full.setdefault(pre, {})[b] = blk
+        if self.acct is not None:
+            self.acct.hold(self.tid, *self.storage(blk))
 
     def read_blocks(self, pre: tuple, lo: int, hi: int) -> list[tuple[Any, int, int]]:
         U = self.block
@@ -93,3 +123,4 @@ class PointBlocks:
                 self._drop(blk)
         self.full.clear()
         self.partial.clear()
+        self.rows.clear()

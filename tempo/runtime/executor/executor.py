@@ -262,7 +262,8 @@ class PythonExecutor(Executor):
         acct = self.accountant if self.tracked else None
         be, dt = self.backend, self.sdg.tensors[tid].dtype
         r = PointBlocks(self.stores[tid], dim, block, be.to_numpy,
-                        lambda a: be.from_numpy(a, dt), tid, acct, self._storage_of(tid))
+                        lambda a: be.from_numpy(a, dt), tid, acct, self._storage_of(tid),
+                        stack=None if be.on_cpu else be.stack)
         self.block_readers.append(r)
         return r
 
