@@ -157,7 +157,8 @@ class Prepared:
     weight read inside a loop is copied at its second call and reused by the rest,
     instead of costing the transposed BLAS path at every call. A tensor seen once is used
     as it is (a copy that cannot pay is not made), one larger than CONTIGUOUS_ONCE_BYTES
-    is never copied, and the tensor itself is held only weakly. Callers inline the hit
+    is never copied, nor an inference tensor (it has no version), and the tensor itself
+    is held only weakly. Callers inline the hit
     test (`ref() is w`, same version, `wp` set) and call this on a miss."""
 
     __slots__ = ("prepare", "ref", "version", "wp")
@@ -174,6 +175,9 @@ class Prepared:
             small = w.numel() * w.element_size() <= CONTIGUOUS_ONCE_BYTES
             self.wp = self.prepare(w.contiguous() if small else w)
             return self.wp
+        if w.is_inference():  # (a run under torch.inference_mode: no version to check)
+            self.ref, self.wp = None, None
+            return self.prepare(w)
         self.ref, self.version = weakref.ref(w), w._version
         self.wp = self.prepare(w) if w.is_contiguous() else None
         return self.prepare(w) if self.wp is None else self.wp

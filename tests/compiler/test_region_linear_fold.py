@@ -111,6 +111,19 @@ def test_the_kernel_equals_matmul_plus_add_bit_for_bit(rows: bool) -> None:
         assert torch.equal(kernel(x, other, b), _want(x, other, b))
 
 
+@pytest.mark.parametrize("rows", [True, False], ids=["addmm", "linear"])
+def test_the_kernel_runs_under_inference_mode(rows: bool) -> None:
+    """Inference tensors track no version: their weight is used as it is, never kept."""
+    kernel = region_folds.fold_kernel(LINEAR_ROWS if rows else LINEAR_BATCH)
+    with torch.inference_mode():
+        w, b = torch.randn(6, 12).mT, torch.randn(6)
+        x = torch.randn(9, 12) if rows else torch.randn(4, 9, 12)
+        for _ in range(3):
+            assert torch.equal(kernel(x, w, b), _want(x, w, b))
+        w.mul_(2.0)
+        assert torch.equal(kernel(x, w, b), _want(x, w, b))
+
+
 def test_a_weight_is_copied_at_its_second_call_and_only_while_unchanged() -> None:
     copies: list[int] = []
     memo = region_folds.Prepared(lambda wc: copies.append(1) or wc)
