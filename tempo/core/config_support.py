@@ -177,7 +177,7 @@ FIELDS: dict[str, FieldSupport] = {
     **_entries(_I, "regions have at most this many ops", "max_dataflow_group_size"),
     **_entries(_I, "the backend compiles each region with static input shapes: jax.jit on jax, "
                "torch.compile on torch for regions of at least "
-               "grouping.TORCH_COMPILE_MIN_ELEMENTS elements (else one eager function)",
+               "Tuning.torch_compile_min_elements elements (else one eager function)",
                "enable_group_fusions"),
     **_entries(_I, "a region's body is generated straight-line Python (else interpreted)",
                "enable_codegen_dataflows"),

@@ -304,6 +304,35 @@ class Tuning:
     batched op runs, where the loop keeps the parts (E6: 128 env steps of 16 envs x 48 KiB
     stacked to read a reward each)."""
 
+    torch_compile_min_elements: int = 1 << 18
+    """torch.compile only regions whose largest value has at least this many elements per
+    point (compiler/passes/grouping.py `compiled`). Measured on this CPU (torch 2.13,
+    inductor, one thread, 2 cores at load 5-7), a region of Linear(64)+tanh+5 elementwise
+    ops and a chain of 8 elementwise ops, compiled vs eager min time per call: 64..65536
+    elements 1.3-1.8x slower compiled (dispatch through the compiled wrapper costs more
+    than the kernels save); 262144: 0.62x (mlp) / 0.98x (elementwise); 1M: 0.56x / 0.35x.
+    Compiling costs ~0.5 CPU-s per region and shape, plus ~8 CPU-s for the first
+    torch.compile of a process, so only regions past the crossover."""
+
+    swap_block_share: int = 32
+    """Under a device cap with swapping, a block store's block holds at most cap /
+    swap_block_share bytes (runtime/executor/executor.py `_store_kinds`). Blocks are what
+    moves to the host, and a learner reading a range fetches several at once, so a block
+    must be a small part of the cap for the fetched blocks and the live values to fit
+    beside each other. Chosen, not measured: a 32nd leaves room for a few tensors' fetched
+    blocks; smaller blocks mean more swap calls per range read."""
+
+    fold_limit_bytes: int = 1 << 20
+    """Constant folding keeps an op whose result has more bytes than this
+    (compiler/passes/constant_folding.py): a folded value is baked into the program and
+    held for the whole run, where a fill or arange of that size is one kernel per use.
+    Chosen, not measured: 1 MiB keeps every small table and mask folded."""
+
+    min_product_elements: int = 4096
+    """A `sum(mul(a, b))` becomes a matmul only when its product has at least this many
+    elements (compiler/passes/vectorize_contract.py): below it the two kernels of mul +
+    sum cost less than the up to six launches of the matmul form with its layout ops."""
+
 
 TUNING = Tuning()
 

@@ -9,6 +9,12 @@ consecutive points (in either order) with one stack and one copy. A point freed 
 any read is never copied; a point read where it was written is the value itself. Blocks
 are allocated when they are settled, so the pending values live outside the accountant:
 tracked runs use the eager store.
+
+Contract with the generated code: `pending` and each prefix's dict `pending[pre]` are
+never replaced or removed, only emptied in place (settles, frees and `clear()` included).
+The generated code binds `pending` once and looks `pending[pre]` up once before a loop
+over the stored dim, then writes `d[i] = value` through that dict for the whole loop
+(tests/runtime/test_stores_deferred.py holds the store to this).
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ class DeferredBlockStore(BlockStore):
         super().__init__(layout, block)
         self.stack = stack
         # prefix -> point along the stored dim -> value not yet copied into its block
+        # (never replaced, nor any prefix's dict: see the module's contract)
         self.pending: defaultdict[tuple, dict[int, Any]] = defaultdict(dict)
 
     def write(self, pre: tuple, i: int, value: Any) -> None:
@@ -113,7 +120,8 @@ class DeferredBlockStore(BlockStore):
         super().pop_range(pre, lo, hi)
 
     def clear(self) -> None:
-        self.pending.clear()
+        for pend in self.pending.values():  # in place: the generated code may hold them
+            pend.clear()
         super().clear()
 
     def values(self) -> Iterator[Any]:

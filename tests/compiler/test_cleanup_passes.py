@@ -14,6 +14,7 @@ from tempo.api import RecurrentTensor as RT
 from tempo.api import TempoContext
 from tempo.api.tensor_base import record
 from tempo.core import ops
+from tempo.core.configs import tuned
 from tempo.core.domain import Domain
 from tempo.core.dtype import dtypes
 
@@ -93,6 +94,21 @@ def test_constant_folding_leaves_out_of_range_casts_to_the_backend(cfg) -> None:
     res, g = with_passes(cfg, build, 0, {}, ["enable_constant_folding"])
     assert res["ok"].item() == -2
     assert kinds(g)["cast"] == 1  # only the out-of-range one is left
+
+
+def test_constant_folding_keeps_results_past_the_fold_limit(cfg) -> None:
+    """`Tuning.fold_limit_bytes` decides which results are baked in (24 B here)."""
+    def build():  # noqa: ANN202
+        return {"y": RT.const(A) * 2.0}
+
+    with tuned(fold_limit_bytes=24):
+        res, g = with_passes(cfg, build, 0, {}, ["enable_constant_folding"])
+    close(res["y"], torch.from_numpy(A) * 2.0)
+    assert kinds(g)["mul"] == 0
+    with tuned(fold_limit_bytes=23):
+        res, g = with_passes(cfg, build, 0, {}, ["enable_constant_folding"])
+    close(res["y"], torch.from_numpy(A) * 2.0)
+    assert kinds(g)["mul"] == 1
 
 
 def _wrapped(ys: dict[str, RT]) -> dict[str, RT]:

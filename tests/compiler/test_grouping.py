@@ -13,7 +13,6 @@ import torch
 from programs import all_passes, run_once
 
 from tempo.api import RecurrentTensor as RT
-from tempo.compiler.passes import grouping
 from tempo.core.configs import TUNING, ExecutionConfig
 from tempo.core.dtype import dtypes
 from tempo.core.errors import UnsupportedError
@@ -226,7 +225,7 @@ def test_torch_compilation_backend_takes_known_values(tmp_path: Any) -> None:
 @pytest.mark.slow
 def test_torch_compile_regions_agree(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """Every static region torch.compiled (threshold 0): the results of eager torch."""
-    monkeypatch.setattr(grouping, "TORCH_COMPILE_MIN_ELEMENTS", 0)
+    monkeypatch.setattr(TUNING, "torch_compile_min_elements", 0)
     monkeypatch.setattr(TUNING, "payback_s", 0.0)  # compiled from the second call on
     got, exe = run_once(_cfg("torch", tmp_path), 1, rnn_and_return, {0: T_})
     assert any(r.compiled for r in _regions(exe))

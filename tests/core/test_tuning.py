@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from tempo.core.configs import TUNING, Tuning, tuned
+from tempo.compiler.passes.grouping import compiled
+from tempo.core.configs import TUNING, ExecutionConfig, Tuning, tuned
 from tempo.runtime import regions
 from tempo.runtime.codegen_charges import fold
 from tempo.runtime.store_choice import compaction_slack
@@ -79,3 +80,12 @@ def test_payback_seconds_decide_when_a_region_compiles() -> None:
     with tuned(payback_s=0.0):
         fast = regions.after_payback(lambda x: x + 1, compiler, sample=1)
         assert fast(1) == 2 and compiled == [1]
+
+
+def test_torch_compiles_regions_past_its_element_threshold() -> None:
+    cfg = ExecutionConfig.test_cfg()
+    cfg.enable_group_fusions = True
+    big = TUNING.torch_compile_min_elements
+    assert compiled(cfg, big, True) and not compiled(cfg, big - 1, True)
+    with tuned(torch_compile_min_elements=big * 2):
+        assert not compiled(cfg, big, True)

@@ -15,12 +15,10 @@ from typing import Any
 import numpy as np
 
 from tempo.core import ops
-from tempo.core.configs import ExecutionConfig
+from tempo.core.configs import TUNING, ExecutionConfig
 from tempo.core.dtype import DataType, dtypes
 from tempo.core.sdg import SDG, Edge, TensorId
 from tempo.core.shape import Shape
-
-FOLD_LIMIT_BYTES = 1 << 20  # larger results stay ops: a constant is baked into the program
 
 # (op, input values, output dtype) -> value; each folder takes its own kind of op
 Folder = Callable[[Any, list[np.ndarray], DataType], "np.ndarray | None"]
@@ -76,7 +74,7 @@ def _fold(sdg: SDG, op: ops.Op) -> None:
     if not info.shape.is_static():
         return
     shape = tuple(info.shape.as_static())
-    if int(np.prod(shape, dtype=np.int64)) * info.dtype.repr_bytes > FOLD_LIMIT_BYTES:
+    if int(np.prod(shape, dtype=np.int64)) * info.dtype.repr_bytes > TUNING.fold_limit_bytes:
         return
     with np.errstate(all="ignore"):
         out = _evaluate(sdg, op, info.dtype)

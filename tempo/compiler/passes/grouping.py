@@ -29,7 +29,7 @@ from tempo.compiler.passes.grouping_cycles import Interval, edge_distance, retur
 from tempo.compiler.passes.grouping_escapes import Escapes
 from tempo.compiler.passes.grouping_folds import tagged_body
 from tempo.core import ops
-from tempo.core.configs import ExecutionConfig
+from tempo.core.configs import TUNING, ExecutionConfig
 from tempo.core.index_expr import IndexSequence, Symbol
 from tempo.core.op_base import Op
 from tempo.core.op_bounds import bind_bounds
@@ -58,27 +58,17 @@ def run(sdg: SDG, cfg: ExecutionConfig) -> SDG:
     return sdg
 
 
-TORCH_COMPILE_MIN_ELEMENTS = 1 << 18
-"""torch.compile only regions whose largest value has at least this many elements per
-point. Measured on this CPU (torch 2.13, inductor, one thread, 2 cores at load 5-7), a
-region of Linear(64)+tanh+5 elementwise ops and a chain of 8 elementwise ops, compiled vs
-eager min time per call: 64..65536 elements 1.3-1.8x slower compiled (dispatch through
-the compiled wrapper costs more than the kernels save); 262144: 0.62x (mlp) / 0.98x
-(elementwise); 1M: 0.56x / 0.35x. Compiling costs ~0.5 CPU-s per region and shape, plus
-~8 CPU-s for the first torch.compile of a process — so only regions past the crossover."""
-
-
 def compiled(cfg: ExecutionConfig, elements: int, static: bool) -> bool:
     """Whether the backend compiles a region (`enable_group_fusions`): always on jax (a
     jitted call costs what one eager op does, so a region of n ops saves n - 1 dispatches),
-    on torch only past TORCH_COMPILE_MIN_ELEMENTS, never on numpy; only regions whose
+    on torch only past `Tuning.torch_compile_min_elements`, never on numpy; only regions whose
     inputs have static shapes (a shape growing with a loop would recompile per point)."""
     if not (cfg.enable_group_fusions and static):
         return False
     if cfg.backend == "jax":
         return True
     return (cfg.backend == "torch" and cfg.torch_compilation_backend == "compile"
-            and elements >= TORCH_COMPILE_MIN_ELEMENTS)
+            and elements >= TUNING.torch_compile_min_elements)
 
 
 def fusible(sdg: SDG, op: Op) -> bool:

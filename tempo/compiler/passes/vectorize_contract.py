@@ -24,14 +24,11 @@ from typing import Any
 from tempo.compiler.passes.algebraic_rules import through
 from tempo.compiler.passes.domain_reduction import reduce_op
 from tempo.core import ops
+from tempo.core.configs import TUNING
 from tempo.core.dtype import dtypes
 from tempo.core.index_expr import IndexSequence, Symbol
 from tempo.core.sdg import SDG, Edge, TensorId
 from tempo.core.shape import Shape
-
-# Below this many product elements the two kernels of mul + sum cost less than the up to
-# six launches of the matmul form (layout ops included).
-MIN_PRODUCT_ELEMENTS = 4096
 
 
 @dataclass(frozen=True)
@@ -154,7 +151,7 @@ def _outer_products(sdg: SDG, batched: set[int]) -> None:
 def contract(sdg: SDG, batched: set[int]) -> None:
     """Rewrite each `sum(mul(a, b))` whose product is one of the `batched` ops into a
     matmul, where it is a contraction of static shapes with at least
-    MIN_PRODUCT_ELEMENTS product elements (batched outer products first become such
+    `Tuning.min_product_elements` product elements (batched outer products first become such
     products)."""
     _outer_products(sdg, batched)
     for mid in sorted(batched):
@@ -175,7 +172,7 @@ def contract(sdg: SDG, batched: set[int]) -> None:
         if not out.is_static() or not dtypes.is_float(sdg.tensors[e.src].dtype):
             continue
         dims = tuple(out.as_static())
-        if math.prod(dims) < MIN_PRODUCT_ELEMENTS:
+        if math.prod(dims) < TUNING.min_product_elements:
             continue
         ea, eb = sdg.in_edges[m.op_id]
         sa, sb = _shape(sdg, ea), _shape(sdg, eb)

@@ -13,7 +13,7 @@ import numpy as np
 import torch
 
 from tempo.core import naming, ops
-from tempo.core.configs import ExecutionConfig
+from tempo.core.configs import TUNING, ExecutionConfig
 from tempo.core.errors import BackendError, ShapeError, TempoError, user_site
 from tempo.core.op_sources import BarrierOp
 from tempo.core.ops_region import RegionOp
@@ -51,10 +51,6 @@ from tempo.runtime.udf_check import check_udf_signatures, guard_udf
 from tempo.schedule import tree as st
 from tempo.schedule.scheduler import Schedule
 from tempo.schedule.swaps import place_swaps
-
-# Under a device cap with swapping, a block store's block holds at most this share of the
-# cap: blocks are what moves to the host, and a learner reading a range fetches several.
-SWAP_BLOCK_SHARE = 32
 
 _R = TypeVar("_R")
 
@@ -235,7 +231,7 @@ class PythonExecutor(Executor):
         cap = cfg.device_memory_cap_bytes if cfg.enable_swap else None
         return choose(self.sdg, self.schedule.tree, self._bound_values(),
                       cfg.inc_statify_block_size, circular=cfg.enable_gc,
-                      block_bytes=None if cap is None else max(cap // SWAP_BLOCK_SHARE, 1),
+                      block_bytes=None if cap is None else max(cap // TUNING.swap_block_share, 1),
                       force=not cfg.enable_point_store_fallback)
 
     def _ranged_store(self, tid: TensorId, kind: StoreKind,
