@@ -8,6 +8,7 @@ import threading
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+from tempo.api import dim_names as user_names
 from tempo.core.configs import ExecutionConfig
 from tempo.core.domain import Domain, DomainLike
 from tempo.core.dtype import dtypes
@@ -52,6 +53,7 @@ class TempoContext:
         self._vars: tuple[Symbol, ...] = tuple(v for v, _ in pairs)
         self._bounds: tuple[Symbol, ...] = tuple(b for _, b in pairs)
         self._extra: list[tuple[Symbol, Symbol]] = []
+        self._named = dim_names is not None  # the dimensions' names are fixed
         self.sdg = SDG(Domain(self._vars))
         self._conditions: list[BooleanIndexValue] = []
         self._tags: list[str] = []
@@ -62,19 +64,47 @@ class TempoContext:
     # ---------------------------------------------------------------- universe
     @property
     def variables(self) -> tuple[Symbol, ...]:
+        self._take_names("variables")
         return self._vars
 
     @property
     def upper_bounds(self) -> tuple[Symbol, ...]:
+        self._take_names("upper_bounds")
         return self._bounds
 
     @property
     def variables_and_bounds(self) -> tuple[tuple[Symbol, Symbol], ...]:
+        self._take_names("variables_and_bounds")
         return tuple(zip(self._vars, self._bounds))
 
     @property
     def universe(self) -> Domain:
+        self._take_names("universe")
         return self.sdg.universe
+
+    def _take_names(self, member: str) -> None:
+        """Before the symbols are first handed out: name the dimensions as the user's
+        statement taking them does (`(b, B), (t, T) = ctx.variables_and_bounds` names
+        d0/D0 `b`/`B`), so errors and schedules use the user's names (tempo/api/dim_names)."""
+        if self._named:
+            return
+        self._named = True
+        if self._extra or self.sdg.ops or not self._vars:
+            return
+        frame = user_names.caller_frame()
+        pairs = None if frame is None else user_names.bound_names(frame, member,
+                                                                  len(self._vars))
+        names = None if pairs is None else user_names.dim_names(pairs,
+                                                                [v.name for v in self._vars])
+        if names is None:
+            return
+        try:
+            made = make_symbols(names)
+        except IndexExprError:
+            return  # (a reserved word): the defaults stay
+        self._vars = tuple(v for v, _ in made)
+        self._bounds = tuple(b for _, b in made)
+        self.sdg = SDG(Domain(self._vars))
 
     def new_perm_var(self, bound: int) -> tuple[Symbol, Symbol]:
         """A new dimension appended to the universe with its bound fixed to `bound`."""

@@ -19,6 +19,7 @@ from tempo.runtime.codegen_endings import (
     counter_lag,
     ended,
     lagged_guards,
+    stop_first,
 )
 from tempo.runtime.codegen_locals import (
     WriteThrough,
@@ -338,7 +339,9 @@ class CodeGen:
                     f"{end.var}: a boolean bound needs its tensor over that dimension and "
                     "outer ones only", site=end.site)
             if lag:
-                self.lag_guards.update(lagged_guards(self.sdg, loop, node, end, lag))
+                stop_first(self.sdg, loop, node, end, self.env)
+                self.lag_guards.update(lagged_guards(self.sdg, loop, node, end, lag,
+                                                     self.env))
             self.ended_loops[id(loop)] = end
 
     def stop_check(self, node: Exec, pad: str) -> None:
@@ -543,13 +546,14 @@ def generate(
                   tick is not None)
     gen.deferred = {tid for tid in blocked if isinstance(getattr(stores[tid], "pending", None),
                                                          dict)}
-    gen.find_ended_loops(tree)
     moving = {e.bound for e in endings}  # (these change at run time)
     gen.env = {**PY_GLOBALS, **{k: v for k, v in bounds.items() if k not in moving}}
-    lost = [e.var for e in endings if e not in gen.ended_loops.values()]
+    gen.find_ended_loops(tree)
+    lost = [e for e in endings if e not in gen.ended_loops.values()]
     if lost:
-        raise UnsupportedError(f"the stop condition of dimension {lost[0]} is never computed "
-                               "in the schedule (it was optimised away)")
+        raise UnsupportedError(f"the stop condition of dimension {lost[0].var} is never "
+                               "computed in the schedule (it was optimised away)",
+                               site=lost[0].site)
     if use_locals:  # a stop condition is read from its store: never a local
         stop = {e.tensor for e in endings}
         gen.plan_locals(tree, {tid for tid, s in stores.items() if isinstance(s, dict)

@@ -9,8 +9,9 @@ from typing import Any
 
 from tempo.core import naming, ops
 from tempo.core.errors import BoundError, UnsupportedError
+from tempo.core.index_expr import Symbol
 from tempo.core.sdg import SDG, TensorId
-from tempo.schedule.tree import Exec, If, Loop, Node, Seq, While
+from tempo.schedule.tree import Exec, Free, If, Loop, Node, Offload, Seq, While
 
 
 @dataclass(frozen=True)
@@ -64,15 +65,174 @@ def execs(node: Node) -> list[Exec]:
     return []
 
 
-def lagged_guards(sdg: SDG, loop: Loop, stop: Exec, end: Ending,
-                  lag: int) -> dict[int, tuple[str, str]]:
+IMPURE = (ops.UDFSourceOp, ops.MapUDFOp, ops.SinkUDFOp)
+"""Ops that call the user's Python: never at a point past a dimension's end."""
+
+
+def lag_of(sdg: SDG, ex: Exec, end: Ending, loop: Loop) -> int | None:
+    """Iterations of `loop` that run before `ex`'s point along the ended dimension."""
+    op = sdg.ops[ex.op_id]
+    at = {v.name: p for v, p in zip(op.domain.variables, ex.point)}.get(end.var)
+    return None if at is None else counter_lag(at, loop.counter)
+
+
+class SameIteration:
+    """Which Execs of a loop over an ended dimension read, in one iteration, a point
+    another makes in that same iteration. A read at `var + c` (any index expression, a
+    condition, a slice) is evaluated at sample iterations, both ends included, with the
+    bounds' values (the ended bound at its maximum); what cannot be evaluated (another
+    dimension's variable) counts as read."""
+
+    def __init__(self, sdg: SDG, loop: Loop, end: Ending, env: dict[str, Any]) -> None:
+        self.sdg, self.loop, self.end = sdg, loop, end
+        known = {**{k: v for k, v in env.items() if isinstance(v, int)}}
+        top = end.maximum if end.maximum > 0 else int(env.get(end.bound, 0) or 0)
+        known[end.bound] = top
+        self.values = {Symbol(k, is_bound=True): v for k, v in known.items()}
+        n = max(top, 1)
+        self.samples = sorted({*range(min(n, 12)), *range(max(n - 3, 0), n)})
+
+    def reads(self, reader: Exec, writer: Exec) -> bool:
+        edges = [e for e in self.sdg.in_edges[reader.op_id] if e.src.op_id == writer.op_id]
+        if not edges:
+            return False
+        wop = self.sdg.ops[writer.op_id]
+        lr = lag_of(self.sdg, reader, self.end, self.loop)
+        lw = lag_of(self.sdg, writer, self.end, self.loop)
+        names = [v.name for v in wop.domain.variables]
+        if lr is None or lw is None or self.end.var not in names:
+            return True
+        k, var = names.index(self.end.var), Symbol(self.end.var)
+        for e in edges:
+            for c in self.samples:
+                values = {**self.values, var: c - lr}
+                if c - lr < 0:
+                    continue
+                try:
+                    if e.cond is not None and not e.cond.evaluate(values):
+                        continue
+                    r = e.expr[k].evaluate(values)
+                except (KeyError, TypeError):
+                    return True
+                q = c - lw  # the writer's point in iteration c
+                if (r.start <= q < r.stop) if isinstance(r, slice) else r == q:
+                    return True
+        return False
+
+
+def stop_first(sdg: SDG, loop: Loop, stop: Exec, end: Ending, env: dict[str, Any]) -> None:
+    """Move the stop test of a shifted loop, with what it reads in its iteration, before
+    the rest of that iteration, so ops of lesser lag (a source read ahead, `x[t + 1]`)
+    run after it and can be skipped past the end (`lagged_guards`) instead of calling the
+    user's source once more. Nothing moves when the test itself reads such an op in its
+    iteration (the user's stop condition needs that point), or when a moved part frees a
+    tensor that something it moves ahead of still reads."""
+    body = loop.body
+    if not isinstance(body, Seq):
+        return
+    kids = body.children
+    k = next((j for j, c in enumerate(kids) if any(x is stop for x in execs(c))), None)
+    if k is None:
+        return
+    same = SameIteration(sdg, loop, end, env)
+    lag = lag_of(sdg, stop, end, loop)
+    runs = [execs(c) for c in kids]
+    moved = {k}
+    grew = True
+    while grew:
+        grew = False
+        for j in range(k):
+            if j not in moved and any(same.reads(r, w) for m in moved if m > j
+                                      for r in runs[m] for w in runs[j]):
+                moved.add(j)
+                grew = True
+    ahead = [j for j in range(k) if j not in moved]
+    if lag is None or not any(isinstance(sdg.ops[x.op_id], IMPURE)
+                              and (lag_of(sdg, x, end, loop) or 0) < lag
+                              for j in ahead for x in runs[j]):
+        return
+    later: list[tuple[Free | Offload, list[str]]] = []  # frees waiting for ops moved past
+    for m in moved:
+        read = {e.src for j in ahead if j < m for x in runs[j] for e in sdg.in_edges[x.op_id]}
+        for f in frees(kids[m]):
+            if f.tensor in read:
+                path = _conditions(kids[m], f)
+                if path is None:
+                    return
+                later.append((f, path))
+    for gone, _ in later:
+        _drop(kids, gone)
+    moved_frees: list[Node] = []
+    for gone, path in later:
+        node: Node = gone
+        for cond in reversed(path):
+            node = If(cond, Seq([node]))
+        moved_frees.append(node)
+    body.children = ([kids[j] for j in sorted(moved)] + [kids[j] for j in ahead]
+                     + moved_frees + kids[k + 1:])
+
+
+def _conditions(node: Node, target: Node) -> list[str] | None:
+    """The If conditions around `target` under `node` (outermost first), None when it is
+    under a loop or not there: a free moved out of them must keep them."""
+    if node is target:
+        return []
+    kids: list[tuple[Node | None, str | None]] = []
+    if isinstance(node, Seq):
+        kids = [(c, None) for c in node.children]
+    elif isinstance(node, If):
+        kids = [(node.then, node.cond), (node.else_, f"not ({node.cond})")]
+    for c, cond in kids:
+        if c is None:
+            continue
+        path = _conditions(c, target)
+        if path is not None:
+            return path if cond is None else [cond, *path]
+    return None
+
+
+def _drop(kids: list[Node], target: Node) -> None:
+    """Remove `target` from the Seq (or If branch) holding it."""
+    for c in kids:
+        if isinstance(c, Seq):
+            if any(x is target for x in c.children):
+                c.children = [x for x in c.children if x is not target]
+                return
+            _drop(c.children, target)
+        elif isinstance(c, If):
+            for branch in ("then", "else_"):
+                sub = getattr(c, branch)
+                if sub is target:
+                    setattr(c, branch, Seq([]))
+                    return
+                if sub is not None:
+                    _drop([sub], target)
+
+
+def frees(node: Node) -> list[Free | Offload]:
+    """The frees and offloads under `node`."""
+    if isinstance(node, (Free, Offload)):
+        return [node]
+    if isinstance(node, Seq):
+        return [f for c in node.children for f in frees(c)]
+    if isinstance(node, (Loop, While)):
+        return frees(node.body)
+    if isinstance(node, If):
+        return frees(node.then) + (frees(node.else_) if node.else_ is not None else [])
+    return []
+
+
+def lagged_guards(sdg: SDG, loop: Loop, stop: Exec, end: Ending, lag: int,
+                  env: dict[str, Any]) -> dict[int, tuple[str, str]]:
     """The guards of a stop test run `lag` iterations after its point (its component is
     shifted): the iteration finding the stop has also run ops of lesser lag at points past
-    the end. Sinks among them after the test are guarded by the end (id(Exec) -> (var, its
-    point)); a sink before the test, or an op of greater lag (it would need iterations
-    after the stop), is unsupported -- never a sink called past the end."""
+    the end. After the test, ops calling the user's Python there, and ops reading in that
+    iteration what such an op makes, are guarded by the end (id(Exec) -> (var, the
+    point that must exist)); a sink before the test, or an op of greater lag (it would
+    need iterations after the stop), is unsupported -- never a sink called past the end."""
     guards: dict[int, tuple[str, str]] = {}
     seen_stop = False
+    same: SameIteration | None = None
     for ex in execs(loop.body):
         if ex is stop:
             seen_stop = True
@@ -80,8 +240,16 @@ def lagged_guards(sdg: SDG, loop: Loop, stop: Exec, end: Ending,
         op = sdg.ops[ex.op_id]
         at = {v.name: p for v, p in zip(op.domain.variables, ex.point)}.get(end.var)
         c = None if at is None else counter_lag(at, loop.counter)
+        if seen_stop and guards:  # reads a skipped point in its iteration: skipped too
+            same = same or SameIteration(sdg, loop, end, env)
+            held = [guards[id(w)][1] for w in execs(loop.body)
+                    if id(w) in guards and same.reads(ex, w)]
+            if held:
+                guards[id(ex)] = (end.var, held[0])
+                continue
         if at is None or c == lag:
             continue
+        impure = isinstance(op, IMPURE)
         sink = isinstance(op, ops.SinkUDFOp)
         if c is None or c > lag or (sink and not seen_stop):
             raise UnsupportedError(
@@ -89,6 +257,6 @@ def lagged_guards(sdg: SDG, loop: Loop, stop: Exec, end: Ending,
                 f"{end.var} (bound {end.bound}) is computed {lag} iteration(s) after its "
                 f"point, and {naming.op_label(op)} runs where the stop test cannot end it "
                 "in time", site=end.site)
-        if sink:
+        if impure and seen_stop:
             guards[id(ex)] = (end.var, at if at.isidentifier() else f"({at})")
     return guards

@@ -131,7 +131,7 @@ def test_boolean_bound_errors() -> None:
         const = RT.const(True)
     with pytest.raises(BoundError, match="must be bool"):
         ctx.compile({T: (5, flt)})
-    with pytest.raises(BoundError, match="must have d0 in its domain"):
+    with pytest.raises(BoundError, match="must have t in its domain"):
         ctx.compile({T: (5, const)})
     with pytest.raises(BoundError, match="not indexed"):
         ctx.compile({T: (5, (x >= 2.0)[t - 1])})
@@ -169,3 +169,38 @@ def test_a_bound_on_a_recurrence_fed_by_a_look_ahead_read(backend: str) -> None:
     assert accs == [(k, pytest.approx(float(v))) for k, v in enumerate(want)]
     assert xs == [(k, pytest.approx(float(want_x[k]))) for k in range(n)]
     assert exe.dimension_extents() == {t.name: n}
+
+
+@pytest.mark.parametrize("backend", ["torch", "jax", "numpy"])
+def test_a_finite_source_read_ahead_is_not_called_past_the_stop(backend: str) -> None:
+    """`acc[t + 1] = acc + x[t + 1]` with `done = acc > 3`: x's source (a UDF reading a
+    list, as a user reads a file or an env) is called at the points that exist and never
+    once more, though the shifted schedule makes x's point t + 1 in the iteration that
+    tests done at t. The list holds exactly the points needed: one call more fails."""
+    from tempo.core.configs import ExecutionConfig
+
+    data = [0.5, 1.0, 1.5, 2.0]
+    want = np.cumsum(np.asarray(data, np.float32))  # numpy reference: first > 3 at t = 3
+    assert want[-1] > 3.0 and want[-2] <= 3.0
+    ctx = TempoContext(ExecutionConfig(dev="cpu", backend=backend), num_dims=1)
+    ((t, T),) = ctx.variables_and_bounds
+    feed = iter(data)
+    calls: list = []
+    accs: list = []
+
+    def read() -> np.ndarray:
+        calls.append(1)
+        return np.float32(next(feed))  # past the list: StopIteration
+
+    with ctx:
+        x = RT.source_udf(read, (), dtypes.float32, domain=(t,))
+        acc = RT.placeholder((), dtypes.float32, domain=(t,))
+        acc[0] = x[0]
+        acc[t + 1] = acc + x[t + 1]
+        done = acc > 3.0
+        acc.sink_with_ts_udf(lambda v, ts: accs.append((ts[t], float(v))))
+    exe = ctx.compile({T: done})
+    exe.execute()
+    assert len(calls) == len(data)
+    assert accs == [(k, pytest.approx(float(v))) for k, v in enumerate(want)]
+    assert exe.dimension_extents() == {t.name: len(data)}
