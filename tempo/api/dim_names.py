@@ -20,7 +20,7 @@ _TEMPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # their w/p/b/v twins, helpers): a dimension named so would shadow them at run time.
 _GENERATED = re.compile(r"^[a-z]{1,3}\d+(_\d+)?$")
 _HELPERS = frozenset({"stack", "ended", "undefined", "read_slices", "fetch_slices", "mem_tick",
-                      "run", "math", "np"})
+                      "run", "math", "np", "ends", "exhausted", "step", "region", "key"})
 
 Pair = tuple[str | None, str | None]
 

@@ -71,15 +71,15 @@ def test_a_stop_never_true_names_the_dimension_and_its_bound() -> None:
 
 def test_variables_and_upper_bounds_taken_apart_name_them_too() -> None:
     ctx = TempoContext(_cfg(), num_dims=2)
-    env, step = ctx.variables
+    env, time = ctx.variables
     E, S = ctx.upper_bounds
-    assert (str(env), str(step), str(E), str(S)) == ("env", "step", "ENV", "STEP")
+    assert (str(env), str(time), str(E), str(S)) == ("env", "time", "ENV", "TIME")
     with ctx:
-        x = RT.from_symbol(step)
-        x[step + 1].sink_udf(lambda v: None)
+        x = RT.from_symbol(time)
+        x[time + 1].sink_udf(lambda v: None)
     with pytest.raises(errors.IndexExprError) as info:
         ctx.compile({E: 2, S: 4})
-    assert "past the end STEP - 1 of step" in _no_default_names(info)
+    assert "past the end TIME - 1 of time" in _no_default_names(info)
 
 
 def test_the_schedule_prints_the_users_names() -> None:

@@ -111,6 +111,32 @@ def test_constant_folding_keeps_results_past_the_fold_limit(cfg) -> None:
     assert kinds(g)["mul"] == 1
 
 
+def test_a_comparison_the_domain_decides_is_folded(cfg) -> None:
+    """`t < limit` with T <= limit is true at every point (the env's step-limit test):
+    it becomes a fill and the `where` on it its branch; `t < 3` with T = 5 and
+    `T - 1 - t >= 0` (true) stay exact; nothing is folded the domain does not prove."""
+    def build(tt):  # noqa: ANN202
+        t, T = tt
+        x = RT.from_symbol(t).cast(dtypes.float32) * 2.0
+        step = RT.from_symbol(t)
+        return {
+            "live": (step < 5).where(x, x * 0.0) + 1.0,  # t <= 4 < 5: always x
+            "early": (step < 3).where(x, x * 0.0),  # depends on t
+            "back": RT.from_expr(T - 1 - t) >= 0,  # 0..4 >= 0: always true
+            "past": (step + 1) > 5,  # t + 1 <= 5: always false
+        }
+
+    res, g = with_passes(cfg, build, 1, {0: 5},
+                         ["enable_constant_folding", "enable_algebraic_optimizer", DCE])
+    ts = torch.arange(5, dtype=torch.float32)
+    close(res["live"], ts * 2.0 + 1.0)
+    close(res["early"], torch.where(ts < 3, ts * 2.0, ts * 0.0))
+    assert res["back"].tolist() == [True] * 5 and res["past"].tolist() == [False] * 5
+    k = kinds(g)
+    assert k["lt"] == 1 and k["where"] == 1  # only t < 3
+    assert k["ge"] == 0 and k["gt"] == 0
+
+
 def _wrapped(ys: dict[str, RT]) -> dict[str, RT]:
     """Read each result once more, so rules acting on readers have one (outputs are kept)."""
     return {k: y * 3.0 for k, y in ys.items()}

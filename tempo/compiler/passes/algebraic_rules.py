@@ -10,7 +10,8 @@ that checks its pattern on one op and, if it holds, rewrites with the SDG helper
   permute, an expand of an expand, read the first op's input directly; an element picked
   along a dim an expand added is the expand's input; size-1 dims a reshape drops before
   an elementwise op and the next reshape adds back are never dropped;
-- merge branches whose condition is false for the compile-time bounds are dropped.
+- merge branches whose condition is false for the compile-time bounds are dropped, and a
+  `where` whose condition is constant is the branch it picks.
 
 `x+0.0` is not `x` for `x = -0.0`, and `x*0` is not 0 for inf or NaN: such rules are absent.
 Rules over several ops at once (sum of cat, recurrences into cumsum) live in their own
@@ -333,6 +334,16 @@ def _identity_operand(sdg: SDG, op: ops.BinaryOp) -> bool:
     return False
 
 
+def _decided_where(sdg: SDG, op: ops.WhereOp) -> bool:
+    """`where(c, a, b)` with a constant condition true (false) everywhere is `a` (`b`),
+    when that input has the where's shape and dtype (`t < limit` folded, symbol_ranges)."""
+    cond = sdg.in_edges[op.op_id][0]
+    value = read_value(sdg, cond)
+    if value is None or value.size == 0 or not (value.all() or not value.any()):
+        return False
+    return alias_input(sdg, op, 1 if value.all() else 2)
+
+
 RULES: tuple[Rule, ...] = (
     Rule("alias_merge", (ops.MergeOp,), _alias_merge),
     Rule("prune_branches", (ops.MergeOp,), _prune_branches),
@@ -350,6 +361,7 @@ RULES: tuple[Rule, ...] = (
     Rule("select_of_expand", (ops.IndexSelectOp,), _select_of_expand),
     Rule("unit_reshapes_around_binary", (ops.ReshapeOp,), _unit_reshapes_around_binary),
     Rule("identity_operand", (ops.BinaryOp,), _identity_operand),
+    Rule("decided_where", (ops.WhereOp,), _decided_where),
     Rule("sum_of_cat", (ops.SumOp,), sum_of_cat),
     Rule("lift_cumsum", (ops.MergeOp,), lift_cumsum),
     *(Rule(name, kinds, fn) for name, (kinds, fn) in lower_fused.rules().items()),

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from tempo.core import ops
+from tempo.compiler.passes.symbol_ranges import decided, value_interval
 from tempo.core.configs import TUNING, ExecutionConfig
 from tempo.core.dtype import DataType, dtypes
 from tempo.core.sdg import SDG, Edge, TensorId
@@ -64,7 +65,26 @@ def run(sdg: SDG, cfg: ExecutionConfig) -> SDG:
             and all(isinstance(sdg.ops[e.src.op_id], _CONSTANT) for e in sdg.in_edges[op.op_id])
         ):
             _fold(sdg, op)
+        elif isinstance(op, ops.BinaryOp) and op.fn in _CMP:
+            _fold_decided(sdg, op)
     return sdg
+
+
+def _fold_decided(sdg: SDG, op: ops.BinaryOp) -> None:
+    """A comparison of an index expression's value (`t`, `T - 1 - t`) with a constant, or
+    with another such value, that the domain decides at every point (`t < limit` with
+    T <= limit) becomes a fill of that truth (symbol_ranges)."""
+    edges = sdg.in_edges[op.op_id]
+    if all(isinstance(sdg.ops[e.src.op_id], _CONSTANT) for e in edges):
+        return  # (folded by value)
+    sides = [value_interval(sdg, e) for e in edges]
+    a, b = sides if len(sides) == 2 else (None, None)
+    truth = None if a is None or b is None else decided(op.fn, a, b)
+    info = sdg.tensors[TensorId(op.op_id, 0)]
+    if truth is None or not dtypes.is_bool(info.dtype) or not info.shape.is_static():
+        return
+    sdg.redefine(ops.FillOp(value=truth, shape=info.shape, dtype=info.dtype, op_id=op.op_id,
+                            domain=op.domain, site=op.site, tags=op.tags))
 
 
 def _fold(sdg: SDG, op: ops.Op) -> None:
