@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from tempo.core import ops
 from tempo.compiler.passes.symbol_ranges import decided, value_interval
+from tempo.core import ops
 from tempo.core.configs import TUNING, ExecutionConfig
 from tempo.core.dtype import DataType, dtypes
 from tempo.core.sdg import SDG, Edge, TensorId

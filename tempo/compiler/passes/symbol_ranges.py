@@ -28,7 +28,7 @@ def interval(e: IndexExpr, ranges: Mapping[Symbol, Interval]) -> Interval | None
     """Smallest and largest value of `e` when each symbol lies in its range (None when an
     operation of `e` is not covered, or a symbol has no range)."""
     if isinstance(e, n.ConstInt):
-        return (e.const, e.const)
+        return (int(e.const), int(e.const)) if float(e.const).is_integer() else None
     if isinstance(e, Symbol):
         return ranges.get(e)
     if isinstance(e, n.Neg):
