@@ -36,14 +36,14 @@ def test_domains_and_dependences_are_exact(cfg) -> None:
     assert prog.stmt_domains[stmt_name(rep[x.tensor_id.op_id])].count_val().to_python() == 5
     # y[t] reads x[t:T]: exactly the pairs p >= t (the edge relation, before grouping).
     (e,) = [e for e in sdg.in_edges[y.tensor_id.op_id] if e.src.op_id != y.tensor_id.op_id]
-    dep = isl.Map(edge_relation_str(sdg, e, "[D0]")).intersect_params(prog.context)
-    want = isl.Map(f"[D0] -> {{ {sx}[p] -> S{e.sink}[t] : D0 = 5 and 0 <= t <= p < 5 }}")
+    dep = isl.Map(edge_relation_str(sdg, e, "[T]")).intersect_params(prog.context)
+    want = isl.Map(f"[T] -> {{ {sx}[p] -> S{e.sink}[t] : T = 5 and 0 <= t <= p < 5 }}")
     assert e.src == x.tensor_id and dep.is_equal(want)
     # The recurrence's second branch holds only where t != 0 (first true branch wins).
     adds = [e for e in sdg.in_edges[s.tensor_id.op_id] if e.src.op_id != x.tensor_id.op_id]
     assert len(adds) == 1
-    cond_set = isl.Set(f"[D0] -> {{ [d0] : 0 <= d0 < 5 and ({adds[0].cond.to_isl()}) }}")
-    assert cond_set.is_equal(isl.Set("[D0] -> { [d0] : 1 <= d0 < 5 }"))
+    cond_set = isl.Set(f"[T] -> {{ [t] : 0 <= t < 5 and ({adds[0].cond.to_isl()}) }}")
+    assert cond_set.is_equal(isl.Set("[T] -> { [t] : 1 <= t < 5 }"))
 
 
 def test_frees_follow_last_reader(cfg) -> None:
