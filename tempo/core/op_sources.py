@@ -137,7 +137,9 @@ class SinkUDFOp(Op):
 
 @dataclass(frozen=True, eq=False, kw_only=True, repr=False)
 class MapUDFOp(Op):
-    """A user function from one tensor to one tensor of a declared shape and dtype."""
+    """A user function from its input tensors (one for `map_udf`; an env step also reads
+    its reset's observation to stay ordered after it) to one tensor of a declared shape
+    and dtype."""
 
     fn: Callable[..., Any]
     shape: Shape
@@ -145,6 +147,7 @@ class MapUDFOp(Op):
     with_ts: bool = False
     lazy_vectorized_version: Callable[..., Any] | None = None  # as UDFSourceOp's
     name: ClassVar[str] = "map_udf"
+    variadic: ClassVar[bool] = True
 
     def infer(self, shapes: Shapes, dts: DTypes) -> tuple[Shapes, DTypes]:
         return [self.shape], [self.dtype]

@@ -183,14 +183,14 @@ class LoopLowering:
             a, b, p, why = segs[k]
             if p is not None:
                 gen.lines.append(f"{pad}if not {name}({k}, globals(), locals()):")
-                self._python(an, a, b, ind + 1)  # type: ignore[arg-type]
+                self._python(an, a, b, ind + 1)  # type: ignore[arg-type]  # segment bounds are ints once planned
                 report.segments.append((counters[a], counters[b - 1], _Seg(run, k), ""))
                 k += 1
                 continue
             stop = k
             while stop < len(segs) and segs[stop][2] is None:
                 stop += 1
-            self._python(an, a, segs[stop - 1][1], ind)  # type: ignore[arg-type]
+            self._python(an, a, segs[stop - 1][1], ind)  # type: ignore[arg-type]  # segment bounds are ints once planned
             report.segments += [(counters[x], counters[y - 1], None, w)
                                 for x, y, _, w in segs[k:stop]]
             k = stop

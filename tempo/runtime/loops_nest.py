@@ -354,7 +354,7 @@ def _source(entries: list[Entry], n: int, start: int, ranged: bool) -> tuple | N
     rows = [e.row for e in entries]
     if any(r is None for r in rows):
         raise Reject("a read gathers a block and points")
-    lo = int(rows[0])  # type: ignore[arg-type]
+    lo = int(rows[0])  # type: ignore[arg-type]  # no row is None: checked just above
     if rows != list(range(lo, lo + len(rows))):
         raise Reject("a read gathers rows out of order")
     if not ranged:

@@ -32,8 +32,9 @@ _NOT_PARAMS = frozenset({"op_id", "domain", "site", "tags"})
 def region_kernel(op: RegionOp, be: Any, compiler: Compiler | None) -> Kernel:
     """The region's callable on backend `be` (its body shared with equal regions);
     `compiler` compiles the body when the region asks for it."""
-    key = (be.name, str(getattr(be, "device", "")), structure_key(op), op.compiled,
-           op.generated, dtypes.default_float.name, dtypes.default_int.name)
+    key = (be.name, str(getattr(be, "device", "")), getattr(be, "on_cpu", True),
+           structure_key(op), op.compiled, op.generated, dtypes.default_float.name,
+           dtypes.default_int.name)
     hit = _CACHE.get(key)
     if hit is None:
         name = f"{REGION_FILE}{len(_CACHE)}>"

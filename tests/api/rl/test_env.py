@@ -4,6 +4,8 @@ uses; absorbing episodes after the end; the trivial env; registry and missing pa
 
 from __future__ import annotations
 
+import dataclasses
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -230,11 +232,15 @@ def test_custom_env_set_with_a_wrapper() -> None:
 
 
 @pytest.mark.parametrize("backend", ["torch", "jax", "numpy"])
-def test_open_loop_actions_step_after_their_reset(backend: str) -> None:
+@pytest.mark.parametrize("validate", [False, True])
+def test_open_loop_actions_step_after_their_reset(backend: str, validate: bool) -> None:
     """Actions that do not depend on the observation (a fixed open-loop policy) with only
     the reward sunk: nothing reads the reset's observation, yet the steps need their episode
-    started (dead-code elimination removed the reset, and the run raised "no episode")."""
-    ctx = TempoContext(_cfg(backend), num_dims=1)
+    started (dead-code elimination removed the reset, and the run raised "no episode").
+    With every pass validated (as test_cfg() does) the step's map_udf reads two inputs,
+    which the validator refused while MapUDFOp declared one."""
+    cfg = dataclasses.replace(_cfg(backend), validate_pipeline_stages=validate)
+    ctx = TempoContext(cfg, num_dims=1)
     ((t, T),) = ctx.variables_and_bounds
     seen: list[tuple[float, bool]] = []
     with ctx:
