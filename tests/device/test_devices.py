@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import warnings
 
+import numpy as np
 import pytest
 import torch
 
@@ -55,7 +56,7 @@ def test_unavailable_or_several_gpus_raise(dev: str, gpus: int, err: type, match
         place(dev, "torch", gpus)
 
 
-@pytest.mark.parametrize("dev", ["gpu", "cuda:0", "fake-gpu"])
+@pytest.mark.parametrize("dev", ["gpu:1", "cuda:0,1", "fake-gpu"])
 def test_numpy_refuses_gpus(dev: str) -> None:
     with pytest.raises(UnsupportedError, match="numpy backend runs on the CPU only"):
         NumpyBackend(dev)
@@ -84,7 +85,7 @@ def _compile(dev: str, backend: str) -> torch.Tensor:
 
 @pytest.mark.parametrize(("backend", "dev", "err"), [
     ("torch", "gpu:3", ConfigError), ("jax", "cuda:3", ConfigError),
-    ("torch", "gpu:0,1", UnsupportedError), ("numpy", "gpu", UnsupportedError),
+    ("torch", "gpu:0,1", UnsupportedError), ("numpy", "gpu:1", UnsupportedError),
 ])
 def test_a_device_that_cannot_be_had_names_the_compile_line(backend: str, dev: str,
                                                            err: type) -> None:
@@ -101,3 +102,14 @@ def test_a_device_that_cannot_be_had_names_the_compile_line(backend: str, dev: s
 def test_fake_gpu_programs_run(backend: str) -> None:
     want = torch.tensor([[1.0, 1.0], [2.0, 2.0], [4.0, 4.0]])
     torch.testing.assert_close(_compile("fake-gpu", backend), want)
+
+
+@pytest.mark.parametrize("dev", ["gpu", "cuda", "gpu:0"])
+def test_numpy_runs_the_default_gpu_config_on_the_cpu(dev: str) -> None:
+    """API §4.3: the config's default dev is "gpu", and §7.12: a GPU request the machine
+    cannot serve runs on the CPU with a warning; numpy never has a GPU, so a program with
+    the default config must run there unchanged (it was refused)."""
+    backend = NumpyBackend(dev)
+    assert backend.on_cpu
+    got = _compile(dev, "numpy")
+    np.testing.assert_allclose(np.asarray(got), [[1, 1], [2, 2], [4, 4]])

@@ -11,7 +11,10 @@ One rule set for every backend, so torch and jax agree on what "gpu:1" means:
   `UnsupportedError` rather than a run on the first of them.
 * "fake-gpu" is the CPU pretending to be a GPU: the backend takes its GPU code paths
   (no host shortcuts: `Placement.host_shortcuts` is False), which the device tests audit.
-* numpy has no GPU: any GPU request (real or fake) is an `UnsupportedError`.
+* numpy has no GPU: plain "gpu" (the config's default) runs on the CPU and warns once,
+  as on a machine without a GPU, so a program with the default config runs unchanged on
+  every backend; a named GPU other than the first, several, or a fake one is an
+  `UnsupportedError`.
 """
 
 from __future__ import annotations
@@ -44,6 +47,9 @@ def place(dev: str, backend: str, gpu_count: int) -> Placement:
     """The placement of `dev` for `backend` on a machine with `gpu_count` GPUs."""
     group = device.from_(dev)
     if group.is_cpu:
+        return Placement(None, True)
+    if backend == "numpy" and not group.is_fake_gpu and group.indices == (0,):
+        _warn_once(f"dev={dev!r} but the numpy backend has no GPU: running on the CPU")
         return Placement(None, True)
     if backend == "numpy":
         raise UnsupportedError(

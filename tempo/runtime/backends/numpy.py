@@ -49,7 +49,7 @@ class NumpyBackend:
     block_stores: ClassVar[bool] = True
 
     def __init__(self, dev: str = "cpu", seed: int = 0) -> None:
-        place(dev, "numpy", 0)  # raises for any GPU request: numpy has none
+        place(dev, "numpy", 0)  # plain "gpu" warns and runs here; other GPU requests raise
         self.device = "cpu"
         self.on_cpu = True
         self.rng = np.random.Generator(np.random.PCG64(seed))
