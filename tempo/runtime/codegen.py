@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from tempo.core import naming, ops
+from tempo.core import ops
 from tempo.core.errors import TempoError, UnsupportedError
 from tempo.core.index_expr import PY_GLOBALS, IndexSequence, Slice
 from tempo.core.sdg import SDG, Edge, TensorId
@@ -16,10 +16,9 @@ from tempo.runtime.codegen_charges import Charges, fold, tighten
 from tempo.runtime.codegen_endings import (
     NOT_ENDED,
     Ending,
-    counter_lag,
     ended,
-    lagged_guards,
-    stop_first,
+    find_ended_loops,
+    stop_check,
 )
 from tempo.runtime.codegen_locals import (
     WriteThrough,
@@ -276,7 +275,7 @@ class CodeGen:
                 pad += "    "
             self.exec_(node, pad)
             if node.op_id in self.endings:
-                self.stop_check(node, pad)
+                stop_check(self, node, pad)
             for k in range(first, len(self.lines)):
                 self.line_ops[k + 2] = node.op_id  # +1 for "def run():", +1 for 1-based
         elif isinstance(node, Free):
@@ -310,49 +309,6 @@ class CodeGen:
                          f"{loop.lo}, {loop.hi})")
         self.lines.extend(lines)
         return True
-
-    def find_ended_loops(self, node: Node, loops: tuple[Loop, ...] = ()) -> None:
-        """Map each ending to the loop over its dimension that executes its tensor: the
-        innermost loop around that Exec, whose counter is the tensor's point along `var`."""
-        if isinstance(node, Seq):
-            for c in node.children:
-                self.find_ended_loops(c, loops)
-        elif isinstance(node, Loop):
-            self.find_ended_loops(node.body, (*loops, node))
-        elif isinstance(node, While):
-            self.find_ended_loops(node.body, loops)
-        elif isinstance(node, If):
-            self.find_ended_loops(node.then, loops)
-            if node.else_ is not None:
-                self.find_ended_loops(node.else_, loops)
-        elif isinstance(node, Exec) and node.op_id in self.endings:
-            end = self.endings[node.op_id]
-            op = self.sdg.ops[node.op_id]
-            at = self._names(op, node.point).get(end.var)
-            loop = loops[-1] if loops else None
-            lag = None if loop is None or loop.step != 1 else counter_lag(at, loop.counter)
-            if loop is None or lag is None:
-                stop = naming.tensor_label(self.sdg, end.tensor)
-                raise UnsupportedError(
-                    f"the stop tensor ({stop}) of dimension {end.var} (bound "
-                    f"{end.bound}) is not computed one point at a time in the loop over "
-                    f"{end.var}: a boolean bound needs its tensor over that dimension and "
-                    "outer ones only", site=end.site)
-            if lag:
-                stop_first(self.sdg, loop, node, end, self.env)
-                self.lag_guards.update(lagged_guards(self.sdg, loop, node, end, lag,
-                                                     self.env))
-            self.ended_loops[id(loop)] = end
-
-    def stop_check(self, node: Exec, pad: str) -> None:
-        end = self.endings[node.op_id]
-        op = self.sdg.ops[node.op_id]
-        names = self._names(op, node.point)
-        key = self._key([names[v.name] for v in op.domain.variables])
-        val = f"{store_name(end.tensor)}[{key}]"
-        self.lines.append(f"{pad}if ended({val}):")
-        self.lines.append(f"{pad}    ENDS[{end.var!r}] = min(ENDS[{end.var!r}], "
-                          f"{names[end.var]} + 1)")
 
     def frees(self, frees: list[Free], pad: str) -> None:
         """A run of frees: the locals are dropped in one statement, and stores freeing the
@@ -548,7 +504,7 @@ def generate(
                                                          dict)}
     moving = {e.bound for e in endings}  # (these change at run time)
     gen.env = {**PY_GLOBALS, **{k: v for k, v in bounds.items() if k not in moving}}
-    gen.find_ended_loops(tree)
+    find_ended_loops(gen, tree)
     lost = [e for e in endings if e not in gen.ended_loops.values()]
     if lost:
         raise UnsupportedError(f"the stop condition of dimension {lost[0].var} is never "

@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tempo.core import naming, ops
 from tempo.core.errors import BoundError, UnsupportedError
 from tempo.core.index_expr import Symbol
 from tempo.core.sdg import SDG, TensorId
 from tempo.schedule.tree import Exec, Free, If, Loop, Node, Offload, Seq, While
+
+if TYPE_CHECKING:
+    from tempo.runtime.codegen import CodeGen
 
 
 @dataclass(frozen=True)
@@ -260,3 +263,50 @@ def lagged_guards(sdg: SDG, loop: Loop, stop: Exec, end: Ending, lag: int,
         if impure and seen_stop:
             guards[id(ex)] = (end.var, at if at.isidentifier() else f"({at})")
     return guards
+
+
+def find_ended_loops(gen: CodeGen, node: Node, loops: tuple[Loop, ...] = ()) -> None:
+    """Map each ending to the loop over its dimension that executes its tensor: the
+    innermost loop around that Exec, whose counter is the tensor's point along `var`."""
+    if isinstance(node, Seq):
+        for c in node.children:
+            find_ended_loops(gen, c, loops)
+    elif isinstance(node, Loop):
+        find_ended_loops(gen, node.body, (*loops, node))
+    elif isinstance(node, While):
+        find_ended_loops(gen, node.body, loops)
+    elif isinstance(node, If):
+        find_ended_loops(gen, node.then, loops)
+        if node.else_ is not None:
+            find_ended_loops(gen, node.else_, loops)
+    elif isinstance(node, Exec) and node.op_id in gen.endings:
+        end = gen.endings[node.op_id]
+        op = gen.sdg.ops[node.op_id]
+        at = gen._names(op, node.point).get(end.var)
+        loop = loops[-1] if loops else None
+        lag = None if loop is None or loop.step != 1 else counter_lag(at, loop.counter)
+        if loop is None or lag is None:
+            stop = naming.tensor_label(gen.sdg, end.tensor)
+            raise UnsupportedError(
+                f"the stop tensor ({stop}) of dimension {end.var} (bound "
+                f"{end.bound}) is not computed one point at a time in the loop over "
+                f"{end.var}: a boolean bound needs its tensor over that dimension and "
+                "outer ones only", site=end.site)
+        if lag:
+            stop_first(gen.sdg, loop, node, end, gen.env)
+            gen.lag_guards.update(lagged_guards(gen.sdg, loop, node, end, lag,
+                                                 gen.env))
+        gen.ended_loops[id(loop)] = end
+
+
+def stop_check(gen: CodeGen, node: Exec, pad: str) -> None:
+    """The line that lowers the dimension's end when the stop tensor is true here."""
+    from tempo.runtime.codegen import store_name  # codegen imports this module
+    end = gen.endings[node.op_id]
+    op = gen.sdg.ops[node.op_id]
+    names = gen._names(op, node.point)
+    key = gen._key([names[v.name] for v in op.domain.variables])
+    val = f"{store_name(end.tensor)}[{key}]"
+    gen.lines.append(f"{pad}if ended({val}):")
+    gen.lines.append(f"{pad}    ENDS[{end.var!r}] = min(ENDS[{end.var!r}], "
+                      f"{names[end.var]} + 1)")
