@@ -202,6 +202,18 @@ class CodeGen:
         """Where the point `key` of `tid` is written."""
         return local_name(tid) if tid in self.local else f"{store_name(tid)}[{key}]"
 
+    def block(self, node: Node, ind: int) -> bool:
+        """Emit `node` as the body of a statement that opens a block at depth `ind` (a
+        `for`, `while`, `if` or `else`): a body whose statements all emit nothing (frees
+        of values never stored, branches a split run decided away) becomes `pass`, so no
+        block is ever empty. False when it was empty."""
+        first = len(self.lines)
+        self.emit(node, ind)
+        if len(self.lines) > first:
+            return True
+        self.lines.append("    " * ind + "pass")
+        return False
+
     def emit(self, node: Node, ind: int) -> None:
         pad = "    " * ind
         if isinstance(node, Seq):
@@ -240,7 +252,7 @@ class CodeGen:
             if end is not None:
                 self.lines.append(f"{pad}    if {node.counter} >= ENDS[{end.var!r}]:")
                 self.lines.append(f"{pad}        break")
-            self.emit(node.body, ind + 1)
+            self.block(node.body, ind + 1)
             self.line_ops = self.inv.close(self.lines, self.line_ops, pad)
             if self.tick and ind == 1:
                 self.lines.append(f"{pad}    mem_tick()")
@@ -255,7 +267,7 @@ class CodeGen:
             self.inv.assigned(node.counter)
             self.lines.append(f"{pad}{node.counter} = {node.init}")
             self.lines.append(f"{pad}while {node.cond}:")
-            self.emit(node.body, ind + 1)
+            self.block(node.body, ind + 1)
             self.lines.append(f"{pad}    {node.counter} += {node.step}")
         elif isinstance(node, If) and isinstance(self.resolved.get(node.cond), bool):
             taken = node.then if self.resolved[node.cond] else node.else_
@@ -263,10 +275,11 @@ class CodeGen:
                 self.emit(taken, ind)
         elif isinstance(node, If):
             self.lines.append(f"{pad}if {self.resolved.get(node.cond, node.cond)}:")
-            self.emit(node.then, ind + 1)
+            self.block(node.then, ind + 1)
             if node.else_ is not None:
                 self.lines.append(f"{pad}else:")
-                self.emit(node.else_, ind + 1)
+                if not self.block(node.else_, ind + 1):  # nothing to do otherwise
+                    del self.lines[-2:]
         elif isinstance(node, Exec):
             first = len(self.lines)
             guard = self.lag_guards.get(id(node))

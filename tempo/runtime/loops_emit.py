@@ -289,11 +289,11 @@ class LoopLowering:
                 gen.frees([free], pad)
             else:
                 lines.append(f"{pad}for {c} in {self._points(an, its)}:")
-                gen.frees([free], pad + "    ")
+                gen.block(free, ind + 2)
         for node, its in seg.deferred:  # frees an enclosing counter decides, tested as
             if its:  # the loop would, at the iterations where they may hold
                 lines.append(f"{pad}for {c} in {self._points(an, its)}:")
-                gen.emit(node, ind + 2)
+                gen.block(node, ind + 2)
         return run
 
     @staticmethod

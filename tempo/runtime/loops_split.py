@@ -151,10 +151,7 @@ def emit_runs(gen: Any, loop: Loop, ind: int) -> bool:
         step = f", {its.step}" if its.step != 1 else ""
         gen.inv.open(loop.counter, len(gen.lines))
         gen.lines.append(f"{pad}for {loop.counter} in range({its.start}, {its.stop}{step}):")
-        first = len(gen.lines)
-        gen.emit(loop.body, ind + 1)
-        if len(gen.lines) == first:  # every statement decided away
-            gen.lines.append(f"{pad}    pass")
+        gen.block(loop.body, ind + 1)  # (`pass` if every statement was decided away)
         gen.line_ops = gen.inv.close(gen.lines, gen.line_ops, pad)
     gen.resolved = outer
     return True
