@@ -1,6 +1,7 @@
 """torch regions run `minimum(maximum(x, lo), hi)` (what `clip` records) as one
 torch.clamp (`region_folds.torch_folds`): bit for bit what the two calls give, one call; a
-maximum read elsewhere too stays its own call."""
+maximum read elsewhere too stays its own call. `x * sigmoid(x)` runs as one F.silu (an
+integer x as the pair), a sigmoid read elsewhere too keeps both calls."""
 
 from __future__ import annotations
 
@@ -23,11 +24,16 @@ DATA = (np.random.default_rng(2).standard_normal((T_, 33)) * 2).astype(np.float3
 DATA[1, 3] = np.nan
 
 
-def _run(tmp_path: Any, shared_max: bool) -> tuple[list[np.ndarray], list[RegionOp]]:
+def _context(tmp_path: Any) -> TempoContext:
+    """A torch context with every pass on (regions are made)."""
     cfg = dataclasses.replace(
         all_passes(dataclasses.replace(ExecutionConfig.test_cfg(), path=str(tmp_path) + "/")),
         backend="torch")
-    ctx = TempoContext(cfg, num_dims=1)
+    return TempoContext(cfg, num_dims=1)
+
+
+def _run(tmp_path: Any, shared_max: bool) -> tuple[list[np.ndarray], list[RegionOp]]:
+    ctx = _context(tmp_path)
     ((t, T),) = ctx.variables_and_bounds
     got: list[list[np.ndarray]] = [[], []]
     data = torch.from_numpy(DATA)
@@ -64,3 +70,46 @@ def test_a_maximum_read_elsewhere_is_not_folded(tmp_path: Any) -> None:
     x = torch.from_numpy(DATA) * 1.5
     want = torch.clamp(x, -1.0, 0.5) * 3.0
     np.testing.assert_array_equal(np.stack(got), want.numpy())
+
+
+def _swish_run(tmp_path: Any, data: torch.Tensor, sig_elsewhere: bool = False
+               ) -> tuple[list[np.ndarray], list[np.ndarray], list[RegionOp]]:
+    ctx = _context(tmp_path)
+    ((t, T),) = ctx.variables_and_bounds
+    got: list[list[np.ndarray]] = [[], []]
+    dt = dtypes.float32 if data.is_floating_point() else dtypes.int64
+    with ctx:
+        x = RT.source_with_ts_udf(lambda ts: data[ts[t]] * 1, (33,), dt, domain=(t,))
+        y = x * 2
+        s = y.sigmoid()
+        (y * s + 1.0).sink_udf(lambda v: got[0].append(np.asarray(v).copy()))
+        if sig_elsewhere:  # the sigmoid read by another op too: both calls stay
+            (s * 3.0).sink_udf(lambda v: got[1].append(np.asarray(v).copy()))
+    exe = ctx.compile({T: T_})
+    exe.execute()
+    return got[0], got[1], [op for op in exe.sdg.ops.values() if isinstance(op, RegionOp)]
+
+
+def test_swish_in_a_region_is_one_silu(tmp_path: Any) -> None:
+    data = torch.from_numpy(DATA)
+    got, _, regs = _swish_run(tmp_path, data)
+    kinds = [f.kind for r in regs for f in region_folds.torch_folds(r).values()]
+    assert kinds == ["silu"]
+    y = data * 2
+    want = (y * torch.sigmoid(y) + 1.0).numpy()  # torch eager, the unfolded pair
+    np.testing.assert_allclose(np.stack(got), want, rtol=1e-6, atol=1e-6)
+    np.testing.assert_array_equal(np.isnan(np.stack(got)), np.isnan(want))
+
+
+def test_swish_of_integers_and_a_shared_sigmoid(tmp_path: Any) -> None:
+    ints = torch.from_numpy((DATA[np.arange(T_) != 1] * 3).astype(np.int64))
+    ints = torch.cat([ints, ints[:1]])
+    got, _, regs = _swish_run(tmp_path, ints)
+    assert [f.kind for r in regs for f in region_folds.torch_folds(r).values()] == ["silu"]
+    y = ints * 2
+    np.testing.assert_allclose(np.stack(got), (y * torch.sigmoid(y) + 1.0).numpy(),
+                               rtol=1e-6)
+    got, sig, regs = _swish_run(tmp_path, torch.from_numpy(DATA), sig_elsewhere=True)
+    assert not any(f.kind == "silu" for r in regs for f in region_folds.torch_folds(r).values())
+    y = torch.from_numpy(DATA) * 2
+    np.testing.assert_allclose(np.stack(sig), (torch.sigmoid(y) * 3.0).numpy(), rtol=1e-6)
