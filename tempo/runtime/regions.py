@@ -38,7 +38,8 @@ def region_kernel(op: RegionOp, be: Any, compiler: Compiler | None) -> Kernel:
     hit = _CACHE.get(key)
     if hit is None:
         name = f"{REGION_FILE}{len(_CACHE)}>"
-        folds = torch_folds(op) if be.name == "torch" and op.generated else {}
+        cpu = str(getattr(be, "device", "cpu")).startswith("cpu")
+        folds = torch_folds(op, cpu) if be.name == "torch" and op.generated else {}
         kernels = [fold_kernel(folds[k].kind, op.compiled) if k in folds else be.kernel(m)
                    for k, m in enumerate(op.body)]
         fn = body_function(op, kernels, name, folds) if op.generated \
@@ -102,7 +103,7 @@ def source(op: RegionOp, folds: Folds | None = None) -> str:
     n_in = 1 + max((r.output for rs in op.reads for r in rs if r.is_input), default=-1)
     lines = [f"def region({', '.join(f'a{k}' for k in range(n_in))}):"]
     folds = folds or {}
-    gone = {f.absorbed for f in folds.values()}
+    gone = {j for f in folds.values() for j in f.absorbed}
     for k, (m, reads) in enumerate(zip(op.body, op.reads)):
         if k in gone:
             lines.append("    pass")

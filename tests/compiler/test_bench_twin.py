@@ -69,7 +69,7 @@ def test_the_twin_counts_a_folded_clamp_as_one_leaf(tmp_path: Any,
     folded, got = _count(tmp_path, arm=False)
     want = np.clip(DATA * 1.5, -1.0, 0.5) * 3.0
     np.testing.assert_allclose(np.stack(got), want, rtol=1e-6)  # unarmed: real kernels
-    monkeypatch.setattr(regions, "torch_folds", lambda op: {})
+    monkeypatch.setattr(regions, "torch_folds", lambda op, cpu=True: {})
     unfolded, _ = _count(tmp_path, arm=False)
     # per call of the folding region, maximum + minimum (two leaves) became one clamp
     assert clamps[0] > 0 and folded == unfolded - clamps[0] // 2  # (2 runs counted)

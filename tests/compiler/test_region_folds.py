@@ -57,7 +57,8 @@ def test_clip_in_a_region_is_one_clamp_bit_for_bit(tmp_path: Any) -> None:
     folds = region_folds.torch_folds(folded[0])
     lines = regions.source(folded[0], folds).splitlines()
     (k, fold), = folds.items()
-    assert lines[fold.absorbed + 1] == "    pass" and len(fold.reads) == 3  # x, lo, hi
+    (absorbed,) = fold.absorbed
+    assert lines[absorbed + 1] == "    pass" and len(fold.reads) == 3  # x, lo, hi
     assert fold.kind == "clamp" and region_folds.fold_kernel("clamp") is torch.clamp
     x = torch.from_numpy(DATA) * 1.5
     want = torch.minimum(torch.maximum(x, torch.tensor(-1.0)), torch.tensor(0.5)) * 3.0

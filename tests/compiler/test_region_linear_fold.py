@@ -3,7 +3,9 @@
 it, `region_folds`): Linear layers' values and gradients against torch eager on torch,
 jax and numpy, with vectorisation (x a batch of rows) and without (x a matrix); the
 kernel against `matmul + add` bit for bit, with its weight copy reused only while the
-weight is the same unchanged tensor."""
+weight is the same unchanged tensor. On a CPU device tanh is API.md's 2*sigmoid(2x) - 1
+(`elementwise.torch_tanh_cpu`), and a tanh of a linear fold is folded with it: within
+2e-7 of float64 tanh, the fold bit for bit the unfolded calls."""
 
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ from tempo.api.nn.linear import Linear
 from tempo.core.configs import ExecutionConfig
 from tempo.core.dtype import dtypes
 from tempo.core.ops_region import LINEAR_BATCH, LINEAR_ROWS, RegionOp
+from tempo.prims.elementwise import torch_tanh_cpu
 from tempo.runtime import region_folds
 
 T_, M, K, H, N = 4, 5, 6, 8, 3
@@ -85,7 +88,8 @@ def test_linear_layers_fold_with_the_same_values_and_gradients(backend: str,
     assert (LINEAR_BATCH if vec else LINEAR_ROWS) in tags, tags
     if backend == "torch":
         kinds = {f.kind for r in regions for f in region_folds.torch_folds(r).values()}
-        assert kinds >= {LINEAR_BATCH if vec else LINEAR_ROWS}, kinds
+        linear = LINEAR_BATCH if vec else LINEAR_ROWS
+        assert kinds >= {linear, linear + region_folds.TANH}, kinds  # l2's, l1's + tanh
 
 
 def _want(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
@@ -137,3 +141,35 @@ def test_a_weight_is_copied_at_its_second_call_and_only_while_unchanged() -> Non
     big = torch.randn(region_folds.CONTIGUOUS_ONCE_BYTES // 4 + 8, 2).mT
     memo(big)
     assert memo(big) is big  # too large to copy: kept as it is
+
+
+def test_cpu_tanh_is_within_2e_7_of_float64_tanh() -> None:
+    tanh = torch_tanh_cpu()
+    x = torch.cat([torch.linspace(-12.0, 12.0, 200_001), torch.tensor([0.0, 30.0, -30.0])])
+    got, want = tanh(x), torch.tanh(x.double())
+    assert got.dtype == torch.float32 and got.shape == x.shape
+    assert (got.double() - want).abs().max().item() <= 2e-7
+    assert got[-3:].tolist() == [0.0, 1.0, -1.0]
+    x64 = torch.linspace(-5.0, 5.0, 1001, dtype=torch.float64)
+    assert (tanh(x64) - torch.tanh(x64)).abs().max().item() <= 1e-15
+    assert tanh(torch.tensor(0.5, dtype=torch.float16)).dtype == torch.float16
+    assert tanh(torch.tensor(0.5)).shape == ()
+
+
+@pytest.mark.parametrize("rows", [True, False], ids=["addmm", "linear"])
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
+def test_the_tanh_fold_equals_its_unfolded_calls_bit_for_bit(rows: bool,
+                                                             compiled: bool) -> None:
+    g = torch.Generator().manual_seed(1)
+    tanh = torch_tanh_cpu()
+    w, b = torch.randn(16, 12, generator=g).mT, torch.randn(16, generator=g)
+    kind = (LINEAR_ROWS if rows else LINEAR_BATCH) + region_folds.TANH
+    kernel = region_folds.fold_kernel(kind, compiled)
+    xs = [torch.randn(9, 12, generator=g)] if rows else [
+        torch.randn(4, 9, 12, generator=g),
+        torch.randn(9, 12, generator=g).unsqueeze(0).expand(4, 9, 12)]
+    for x in xs:
+        for _ in range(3):  # the weight's first call, its copy's making and reuse
+            got = kernel(x, w, b)
+            assert torch.equal(got, tanh(_want(x, w, b)))
+            assert (got - torch.tanh(_want(x, w, b))).abs().max().item() <= 2e-7
