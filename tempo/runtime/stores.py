@@ -221,6 +221,12 @@ class Layout:
         self.acct.hold(self.tid, *self.storage(buf))
         return buf
 
+    def adopt(self, buf: Any) -> Any:
+        """`buf`, a full buffer laid out as `buffer` lays one out (made elsewhere, e.g.
+        stacked in place of a copy), charged to the device as `buffer` charges."""
+        self.acct.hold(self.tid, *self.storage(buf))
+        return buf
+
     def release(self, buf: Any) -> None:
         self.acct.drop(self.storage(buf)[0])
 
@@ -252,9 +258,10 @@ class RangedStore(abc.ABC):
         self.slots: dict[tuple, list[Any]] = {}
         self.filled: dict[tuple, set[int]] = {}
 
-    def _alloc(self, key: tuple, n: int) -> list[Any]:
-        """A new buffer of `n` points under `key`, its front view and empty slots."""
-        buf = self.bufs[key] = self.lay.buffer(n)
+    def _alloc(self, key: tuple, n: int, buf: Any = None) -> list[Any]:
+        """A new buffer of `n` points under `key` (`buf`: this one, already filled), its
+        front view and empty slots."""
+        buf = self.bufs[key] = self.lay.buffer(n) if buf is None else self.lay.adopt(buf)
         self.fronts[key] = self.lay.front(buf)
         self.filled[key] = set()
         slots = self.slots[key] = [None] * n

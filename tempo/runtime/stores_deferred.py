@@ -61,11 +61,18 @@ class DeferredBlockStore(BlockStore):
     def _settle_block(self, pre: tuple, b: int, points: list[int],
                       pend: dict[int, Any]) -> None:
         bkey, U = (pre, b), self.block
-        slots = self.slots.get(bkey)
-        if slots is None:
-            slots = self._open(bkey)
         lay, values = self.lay, list(map(pend.pop, points))
         j0, n = points[0] - b * U, len(points)
+        slots = self.slots.get(bkey)
+        if slots is None and n == U and points[-1] - points[0] == U - 1:
+            # the whole block at once (a rollout read back by its learner): stacked along
+            # the buffer's stored axis it is the block itself, one copy instead of a
+            # stack and a copy into a strided view (60 -> 39 us at 64 x (64, 1, 64))
+            self._alloc(bkey, U, self.stack(values, lay.axis))
+            self.filled[bkey].update(range(U))
+            return
+        if slots is None:
+            slots = self._open(bkey)
         js = range(j0, j0 + n) if points[-1] - points[0] == n - 1 else [i - b * U for i in points]
         self.filled[bkey].update(js)
         if n > 1 and isinstance(js, range):  # consecutive: one stack, one copy

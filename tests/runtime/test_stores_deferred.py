@@ -58,3 +58,36 @@ def test_writes_through_a_hoisted_prefix_dict_reach_the_store(backend: str) -> N
         s.clear()  # the executor's reset between runs
         assert len(s) == 0 and s.pending is pending
         assert all(s.pending[(b,)] is hoisted[b] for b in range(2))
+
+
+@pytest.mark.parametrize("backend", ["torch", "numpy"])
+def test_a_whole_pending_block_is_stacked_into_the_buffer_layout(backend: str) -> None:
+    """A block settled whole (its buffer stacked along the stored axis instead of copied
+    in) reads, frees and charges as an eager block store's: points (2, 3), stored axis 1."""
+    select, put, cat = array_ops(backend)
+    made: list[tuple[int, ...]] = []
+
+    def alloc(shape: tuple[int, ...]) -> object:
+        made.append(shape)
+        return torch.empty(shape) if backend == "torch" else np.empty(shape, np.float32)
+
+    front = (lambda x, a: torch.movedim(x, a, 0)) if backend == "torch" else (
+        lambda x, a: np.moveaxis(x, a, 0))
+    acct = MemoryAccountant(None, str)
+    lay = Layout(TensorId(0, 0), 1, (2, 3), alloc, storage_of(backend), front, cat, select,
+                 put, acct)
+    s = DeferredBlockStore(lay, 4, stack_along(backend))
+    rng = np.random.default_rng(3)
+    pts = [rng.standard_normal((2, 3)).astype(np.float32) for _ in range(6)]
+    wrap = (lambda a: torch.from_numpy(a)) if backend == "torch" else (lambda a: a)
+    for i, p in enumerate(pts):
+        s[(0, i)] = wrap(p)
+    got = s.read_slice((0,), 0, 6)  # block 0 whole (stacked), block 1 partial (copied)
+    np.testing.assert_array_equal(np.asarray(got), np.stack(pts))
+    buf = s.bufs[((0,), 0)]
+    assert tuple(buf.shape) == (2, 4, 3)  # the buffer layout: stored dim at axis 1
+    assert made == [(2, 4, 3)]  # allocated for block 1 only: block 0 is the stack itself
+    np.testing.assert_array_equal(np.asarray(s[(0, 2)]), pts[2])
+    assert sum(n for n, _ in acct.held.values()) == 2 * 2 * 4 * 3 * 4  # both blocks charged
+    s.pop_range((0,), 0, 4)
+    assert ((0,), 0) not in s.bufs and len(acct.held) == 1 and (0, 4) in s
