@@ -203,3 +203,22 @@ def test_circular_store_windows_match_a_full_history(backend: str) -> None:
         if k >= W - 1:
             s.pop((k - W + 1,))
     assert acct.live == 2 * W * 6 * 4  # flat: one 2W buffer whatever the length
+
+
+def test_a_torch_store_front_gives_size_1_dims_their_contiguous_stride() -> None:
+    """A (B, 1, T, P) block read as (T, B, 1, P) and permuted back to (B, T, 1, P), as
+    the E5 learner reads its rollout, has row-major strides, so torch.matmul takes its
+    fast path; the values are the buffer's, and a write through the front reaches it."""
+    from tempo.runtime.backends.torch import TorchBackend
+
+    buf = torch.randn(4, 1, 5, 3)
+    front = TorchBackend.move_to_front(buf, 2)
+    assert torch.equal(front, buf.movedim(2, 0))
+    read = front[1:5].permute(1, 0, 2, 3)
+    assert read.stride() == (15, 3, 3, 1)  # movedim alone leaves (15, 3, 15, 1)
+    w = torch.randn(3, 2)
+    np.testing.assert_allclose(torch.matmul(read, w).numpy(),
+                               buf.numpy().transpose(0, 2, 1, 3)[:, 1:5] @ w.numpy(),
+                               rtol=1e-6, atol=1e-6)
+    front[2].fill_(7.0)
+    assert bool((buf[:, :, 2] == 7.0).all())

@@ -78,7 +78,21 @@ class TorchBackend:
 
     @staticmethod
     def move_to_front(x: torch.Tensor, axis: int) -> torch.Tensor:
-        return x.movedim(axis, 0)
+        """`x` with dim `axis` first; a size-1 dim gets the stride a contiguous layout
+        gives it (the next dim's extent): movedim keeps its old one, and torch.matmul of
+        such a view permuted back to row-major order, e.g. a (B, T, 1, P) learner read of a
+        (B, 1, T, P) rollout store, takes a path 2.8x slower than with the usual stride
+        (1088 vs 390 us at (64, 64, 1, 64) @ (64, 64), one thread) though both are
+        `is_contiguous()`. A size-1 dim's stride never moves an element: same values."""
+        y = x.movedim(axis, 0)
+        shape = y.shape
+        if 1 not in shape[1:]:
+            return y
+        strides = list(y.stride())
+        for d in range(len(shape) - 1, 0, -1):
+            if shape[d] == 1:
+                strides[d] = strides[d + 1] * shape[d + 1] if d + 1 < len(shape) else 1
+        return y.as_strided(shape, strides)
 
     @staticmethod
     def to_torch(x: Any) -> torch.Tensor:
