@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable
 
 import islpy as isl
 
-from tempo.compiler.passes.grouping_cycles import Interval, edge_distance, returns
+from tempo.compiler.passes.grouping_cycles import Interval, edge_distance, orderable, returns
 from tempo.compiler.passes.grouping_escapes import Escapes
 from tempo.compiler.passes.grouping_folds import tagged_body
 from tempo.core import ops
@@ -228,17 +228,21 @@ def find_regions(sdg: SDG, max_size: int, static_only: bool = False) -> list[lis
         # every t of the loop), so those reads stay; `returns` sums paths exactly.
         # Nor does a path through an op without such a variable keep its coordinate
         # along it (`grouping_escapes`): joins such a path may link are summed too.
-        succ = graphs[names][0]
-        if not (a in succ[b] or detour(succ, a, b) or detour(succ, b, a)) and not (
-                names in escapes and escapes[names].undecided(a, b)):
-            return True
-
         def dist(e: Edge) -> Interval:
             key = (id(e), names)
             if key not in cache:
                 cache[key] = edge_distance(sdg, e, names)
             return cache[key]
 
+        # along a variable read both ways (BPTT's h[t-1] and dh[t+1]) the region's own
+        # paths back to itself must all ask for one direction (`orderable`)
+        if set(names) - risky[names] and not orderable(sdg, members[a] + members[b],
+                                                         members_of, names, dist):
+            return False
+        succ = graphs[names][0]
+        if not (a in succ[b] or detour(succ, a, b) or detour(succ, b, a)) and not (
+                names in escapes and escapes[names].undecided(a, b)):
+            return True
         both = ga | gb
         return not (returns(sdg, members[a], gb, both, members_of, names, dist)
                     or returns(sdg, members[b], ga, both, members_of, names, dist))

@@ -13,7 +13,7 @@ leave from any member (a region runs all its members at once).
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 
 from tempo.core.sdg import SDG, Edge
 from tempo.schedule.grouping import INF, _distance
@@ -66,8 +66,9 @@ BUDGET = 20_000
 
 
 def _reach(sdg: SDG, start: Iterable[int], members_of: Callable[[int], list[int]],
-           forward: bool) -> set[int]:
-    """Ops reachable from `start` (forward), or reaching it (backward), groups whole."""
+           forward: bool, keep: Callable[[Edge], bool] | None = None) -> set[int]:
+    """Ops reachable from `start` (forward), or reaching it (backward), groups whole;
+    with `keep`, along the reads it keeps only."""
     out: set[int] = set()
     work = list(start)
     while work:
@@ -77,24 +78,96 @@ def _reach(sdg: SDG, start: Iterable[int], members_of: Callable[[int], list[int]
         for m in members_of(x):
             out.add(m)
             es = sdg.out_edges.get(m, ()) if forward else sdg.in_edges.get(m, ())
-            work.extend(y for y in (e.sink if forward else e.src.op_id for e in es)
-                        if y not in out)
+            work.extend(y for e in es if keep is None or keep(e)
+                        if (y := e.sink if forward else e.src.op_id) not in out)
     return out
+
+
+def _one_way(sdg: SDG, group: list[int], members_of: Callable[[int], list[int]],
+             names: tuple[str, ...], dist: Callable[[Edge], Interval]) -> bool:
+    """A quick sufficient test for `orderable`: along each variable in turn, the reads on
+    paths from the group back to it all go one way. A path whose first variable that
+    moves is `n` reads at 0 along the variables before it, so once one goes one way, only
+    reads that may be 0 along it are followed for the next."""
+    inside = set(group)
+    kept: list[str] = []
+
+    def keep(e: Edge) -> bool:
+        return all(dist(e)[k][0] <= 0 <= dist(e)[k][1] for k in kept)
+
+    for n in names:
+        first = [e.sink for m in group for e in sdg.out_edges.get(m, ())
+                 if e.sink not in inside and keep(e)]
+        on = _reach(sdg, first, members_of, True, keep) & _reach(
+            sdg, inside, members_of, False, keep)
+        if not on:
+            return True
+        on |= inside
+        ivs = [dist(e)[n] for x in on for e in sdg.out_edges.get(x, ())
+               if e.sink in on and not (x in inside and e.sink in inside) and keep(e)]
+        if any(lo < 0 for lo, _ in ivs) and any(hi > 0 for _, hi in ivs):
+            return False
+        kept.append(n)
+    return True
 
 
 def returns(sdg: SDG, start: Iterable[int], goal: set[int], skip: set[int],
             members_of: Callable[[int], list[int]], names: tuple[str, ...],
             dist: Callable[[Edge], Interval]) -> bool:
     """Is there a path from the ops `start` through at least one op outside `skip` to an op
-    of `goal`, summing to distance 0 along every variable of `names`? Only ops on some
-    path are searched; along a variable that no read among them goes back in (all
-    distances ≥ 0, e.g. the iteration dim read at i-1), a path already ahead is dropped.
-    Breadth first, so short paths (small distances) reach each op before pumped ones."""
+    of `goal`, summing to distance 0 along every variable of `names`?"""
+    for iv in _arrivals(sdg, start, goal, skip, members_of, names, dist, settled=False):
+        if iv is None or all(lo <= 0 <= hi for lo, hi in iv.values()):
+            return True
+    return False
+
+
+def orderable(sdg: SDG, group: list[int], members_of: Callable[[int], list[int]],
+              names: tuple[str, ...], dist: Callable[[Edge], Interval]) -> bool:
+    """Can the points of a region holding `group` be ordered? Each path from the group
+    through other ops back to it makes a point need another: the first variable (in
+    domain order) along which the path's distance is not 0 and its sign say which way
+    that loop must run. A region whose paths ask for both ways along one variable (BPTT:
+    the forward step reads h at t - 1, the backward step the gradient at t + 1) waits on
+    itself; so does one with a path that may sum to 0."""
+    if _one_way(sdg, group, members_of, names, dist):
+        return True
+    inside = set(group)
+    ways: set[tuple[str, str]] = set()
+    for iv in _arrivals(sdg, group, inside, inside, members_of, names, dist, settled=True):
+        if iv is None:
+            return False
+        for n in names:
+            lo, hi = iv[n]
+            if hi > 0:
+                ways.add((n, "+"))
+            if lo < 0:
+                ways.add((n, "-"))
+            if not lo <= 0 <= hi:
+                break
+        else:
+            return False  # may return to the same point
+        if any((n, "+") in ways and (n, "-") in ways for n in names):
+            return False
+    return True
+
+
+def _arrivals(sdg: SDG, start: Iterable[int], goal: set[int], skip: set[int],
+              members_of: Callable[[int], list[int]], names: tuple[str, ...],
+              dist: Callable[[Edge], Interval], settled: bool) -> Iterator[Interval | None]:
+    """The distances (sink - source, summed) of paths from the ops `start` through at least
+    one op outside `skip` to an op of `goal`; None when the search ran out of budget (any
+    distance is then possible). Only ops on some path are searched; along a variable that
+    no read among them goes back in (all distances ≥ 0, e.g. the iteration dim read at
+    i-1), a path already ahead cannot return to 0: it is dropped, or with `settled`, when
+    every earlier variable of `names` is 0 along every read (so that variable decides the
+    path's direction for good), given as it is. Breadth first, so short paths (small
+    distances) reach each op before pumped ones."""
     start = list(start)
     first = [e.sink for m in start for e in sdg.out_edges.get(m, ()) if e.sink not in skip]
     ahead = _reach(sdg, first, members_of, True)
     if not ahead & goal:
-        return False
+        return
     on_path = (ahead & _reach(sdg, goal, members_of, False)) | goal
     lows = {n: INF for n in names}
     highs = {n: -INF for n in names}
@@ -105,8 +178,12 @@ def returns(sdg: SDG, start: Iterable[int], goal: set[int], skip: set[int],
                     lows[n], highs[n] = min(lows[n], lo), max(highs[n], hi)
 
     def hopeless(iv: Interval) -> bool:
-        return any((iv[n][0] > 0 and lows[n] >= 0) or (iv[n][1] < 0 and highs[n] <= 0)
-                   for n in names)
+        for n in names:
+            if (iv[n][0] > 0 and lows[n] >= 0) or (iv[n][1] < 0 and highs[n] <= 0):
+                return True
+            if settled and not lows[n] == highs[n] == 0:
+                return False
+        return False
 
     seen: dict[int, list[Interval]] = {}
     hulls: dict[int, int] = {}
@@ -118,13 +195,15 @@ def returns(sdg: SDG, start: Iterable[int], goal: set[int], skip: set[int],
     while queue:
         steps += 1
         if steps > BUDGET:
-            return True
+            yield None
+            return
         x, iv = queue.popleft()
         if x in goal:
-            if all(lo <= 0 <= hi for lo, hi in iv.values()):
-                return True
+            yield iv
             continue
         if hopeless(iv):
+            if settled:
+                yield iv
             continue
         rep = members_of(x)[0]
         known = seen.setdefault(rep, [])
@@ -139,4 +218,3 @@ def returns(sdg: SDG, start: Iterable[int], goal: set[int], skip: set[int],
             for e in sdg.out_edges.get(m, ()):
                 if e.sink != m and e.sink in on_path:
                     queue.append((e.sink, _add(iv, dist(e))))
-    return False
