@@ -1,11 +1,12 @@
 """E1's Tempo-vs-Torch-opt ratio measured in one process, runs interleaved (BENCHMARKS.md:
 on a shared machine never trust one absolute time).
 
-`python -m tempo.bench.tpt_pair [--t 256[,1024]] [--reps 12] [--attn causal,window]` compiles the
-Tempo GPT-2-core system (with the bench's 48 MiB device cap, so Tempo's accountant is on as
-in E1) and builds the Torch-opt baseline on the same weights, then alternates their decodes
-with one torch thread and prints min and median ms per token, their ratios (wall, and thread
-CPU time, which a loaded machine's waits for a core do not inflate) and `uptime`.
+`python -m tempo.bench.tpt_pair [--t 256[,1024]] [--reps 12] [--attn causal,window] [--block U]`
+compiles the Tempo GPT-2-core system (with the bench's 48 MiB device cap, so Tempo's
+accountant is on as in E1; U points per K/V block, 256 as in E1's grid) and builds the
+Torch-opt baseline on the same weights, then alternates their decodes with one torch thread
+and prints min and median ms per token, their ratios (wall, and thread CPU time, which a
+loaded machine's waits for a core do not inflate) and `uptime`.
 The E1 grid runs each system in its own subprocess; this is the paired check of its ratio
 claims. Lines are appended to results/tpt_pair.txt.
 
@@ -40,9 +41,10 @@ CAP = 48 << 20  # E1's device cap
 AGREE = 6  # decode steps compared before timing
 
 
-def pair(attn: str, seq_len: int, reps: int) -> str:
-    """One attention kind: both decoders, `reps` interleaved runs each; the result line."""
-    cfg = dict(MODEL, seq_len=seq_len, attn=attn, window=128, batch=4)
+def pair(attn: str, seq_len: int, reps: int, block: int = 256) -> str:
+    """One attention kind: both decoders, `reps` interleaved runs each; the result line.
+    `block`: Tempo's U (E1's grid uses the default, 256)."""
+    cfg = dict(MODEL, seq_len=seq_len, attn=attn, window=128, batch=4, block=block)
     c = Gpt2CoreConfig.from_dict(cfg)
     w = init_weights(c, "torch")
     x0 = np.random.default_rng(c.seed + 1).standard_normal((c.batch, c.d_model)).astype(
@@ -72,7 +74,8 @@ def pair(attn: str, seq_len: int, reps: int) -> str:
     mo, mt = statistics.median(ours), statistics.median(theirs)
     oc, tc = times["ours_cpu"], times["theirs_cpu"]
     lo, med, hi = paired(ours, theirs)
-    return (f"{attn} T={seq_len}: tempo min {min(ours):.3f} med {mo:.3f} ms/token | torch-opt "
+    u = "" if block == 256 else f" U={block}"
+    return (f"{attn} T={seq_len}{u}: tempo min {min(ours):.3f} med {mo:.3f} ms/token | torch-opt "
             f"min {min(theirs):.3f} med {mt:.3f} | tempo/torch-opt min "
             f"{min(ours) / min(theirs):.2f} med {mo / mt:.2f} | paired med {med:.2f} "
             f"({lo:.2f}..{hi:.2f}) | thread CPU min {min(oc) / min(tc):.2f} med "
@@ -91,13 +94,14 @@ def main() -> None:
     ap.add_argument("--t", default="256", help="decode steps (comma-separated: one pair each)")
     ap.add_argument("--reps", type=int, default=12, help="interleaved runs of each system")
     ap.add_argument("--attn", default="causal,window", help="causal and/or window")
+    ap.add_argument("--block", type=int, default=256, help="Tempo's block size U")
     args = ap.parse_args()
     torch.set_num_threads(1)
     lines = [f"# {time.strftime('%Y-%m-%d %H:%M:%S')}  {os.popen('uptime').read().strip()}"]
     print(lines[0], flush=True)
     for t in (int(x) for x in args.t.split(",")):
         for attn in args.attn.split(","):
-            lines.append(pair(attn, t, args.reps))
+            lines.append(pair(attn, t, args.reps, args.block))
             print(lines[-1], flush=True)
     lines.append(f"# after: {os.popen('uptime').read().strip()}")
     print(lines[-1], flush=True)

@@ -40,3 +40,9 @@ def test_pair_refuses_decoders_that_disagree(monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setattr(tpt_pair.TorchGpt2Decoder, "_build", wrong)
     with pytest.raises(AssertionError, match="disagrees"):
         tpt_pair.pair("causal", 12, 1)
+
+
+def test_pair_with_small_blocks_agrees() -> None:
+    """U=4 at T=12: causal attention over three K/V blocks, checked against torch-opt."""
+    line = tpt_pair.pair("causal", 12, 1, block=4)
+    assert line.startswith("causal T=12 U=4: tempo min ")
