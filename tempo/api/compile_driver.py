@@ -25,6 +25,7 @@ from tempo.core.dtype import dtypes
 from tempo.core.errors import BoundError, UnsupportedError
 from tempo.core.index_expr import Symbol
 from tempo.core.sdg import SDG, TensorId
+from tempo.runtime.backend_registry import backend_for
 from tempo.runtime.codegen_endings import Ending
 from tempo.runtime.executor.executor import PythonExecutor
 from tempo.schedule.scheduler import compute_schedule
@@ -79,6 +80,7 @@ def compile_sdg(
 ) -> PythonExecutor:
     """An executor for the recorded graph (which is left untouched)."""
     check_supported(cfg, site)
+    backend = backend_for(cfg, site)  # a device it cannot have fails here, at the compile line
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
     with CompileProgress(PROGRESS_AFTER_S) as progress:
@@ -109,7 +111,7 @@ def compile_sdg(
         progress.done("schedule", (time.perf_counter() - t) * 1e3, _isl_note(sched.timings_ms))
         progress.start("code generation")
         exe = PythonExecutor(graph, sched, cfg, {b.name: v for b, v in resolved.items()},
-                             timings, endings)
+                             timings, endings, backend)
         progress.done("codegen", timings.get("codegen", 0.0))
         timings["total"] = (time.perf_counter() - t0) * 1e3
     if cfg.render_schedule:

@@ -85,13 +85,33 @@ def _check_affine(member: Any, what: str) -> None:
             continue
         try:
             ie.isl_pieces(p) if isinstance(p, ie.IntIndexValue) else p.to_isl()
-        except ie.NonAffineIndexExprError as exc:
-            why = getattr(exc, "message", str(exc))
+        except ie.NonAffineIndexExprError:
             raise ie.NonAffineIndexExprError(
                 f"{what} is read or defined at {naming.expr_word(p)}, which is not affine "
-                f"({why}). "
+                f"({_why_not_affine(p) or 'not an affine integer expression'}). "
                 "Index expressions may add symbols, multiply them by constants, and use "
                 "// or % by constants, ie.min and ie.max", site=user_site()) from None
+
+
+def _why_not_affine(e: ie.IndexExpr) -> str:
+    """The first part of `e` that is not affine, said in the user's terms."""
+    for c in e.children():
+        why = _why_not_affine(c)
+        if why:
+            return why
+    w = naming.expr_word(e)
+    if isinstance(e, ie.ConstInt) and not isinstance(e.const, int):
+        return f"{w} is not an integer: points are numbered by integers"
+    if isinstance(e, ie.TrueDivision):
+        return f"{w} is a true division; use // for an integer index"
+    if isinstance(e, ie.Pow):
+        return f"{w} raises to a power"
+    if isinstance(e, ie.Mul) and not any(isinstance(c, ie.ConstInt) for c in e.children()):
+        return f"{w} multiplies two symbols"
+    if isinstance(e, ie.FloorDivision | ie.Modulos) and not isinstance(e.right_operand,
+                                                                       ie.ConstInt):
+        return f"{w} divides by {naming.expr_word(e.right_operand)}, not by a constant"
+    return ""
 
 
 def _neg_to_bound(var: ie.Symbol, x: Any) -> Any:

@@ -61,6 +61,18 @@ class TempoContext:
         _stack().append(self)
         self._entered = 0
 
+    @property
+    def execution_config(self) -> ExecutionConfig:
+        return self._cfg
+
+    @execution_config.setter
+    def execution_config(self, cfg: ExecutionConfig) -> None:
+        """Construction activates the context (API §1.1), and programs replace the config
+        after it (`ctx.execution_config = cfg`): either way the config's backend sets
+        `dtypes.default_int` (§4.2), as `with ctx:` does."""
+        self._cfg = cfg
+        cfg.apply_default_int()
+
     # ---------------------------------------------------------------- universe
     @property
     def variables(self) -> tuple[Symbol, ...]:

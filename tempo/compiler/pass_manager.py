@@ -1,10 +1,12 @@
 """The pass manager: runs passes (each `run(sdg, cfg) -> sdg`, switched by its
 ExecutionConfig flag), iterates the clean-up group to a fixpoint, validates the graph
-between passes when `validate_pipeline_stages` is set, and times every pass for
-`executor.compile_profile()`."""
+between passes when `validate_pipeline_stages` is set, writes the graph after every pass
+that changed it when `visualize_pipeline_stages` and `visualize_debug_stages` are both set,
+and times every pass for `executor.compile_profile()`."""
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -46,6 +48,25 @@ class PassManager:
         self.profile: dict[str, float] = {} if profile is None else profile
         self.report = report
         self.max_rounds = max_rounds
+        self.stages_written = 0
+
+    def dump(self, sdg: SDG, name: str, version: int) -> None:
+        """With both visualisation flags, the graph after pass `name` as
+        `<path>/sdg_pass_<k>_<name>.dot` when the pass changed it (`version` before it);
+        an unwritable path loses the file, not the compile."""
+        cfg = self.cfg
+        if not (cfg.visualize_pipeline_stages and cfg.visualize_debug_stages):
+            return
+        if sdg.version == version:
+            return
+        self.stages_written += 1
+        try:
+            os.makedirs(cfg.path, exist_ok=True)
+            out = os.path.join(cfg.path, f"sdg_pass_{self.stages_written:02d}_{name}.dot")
+            with open(out, "w") as f:
+                f.write(sdg.to_dot())
+        except OSError:
+            pass
 
     def check(self, sdg: SDG, after: str, everything: bool = False) -> None:
         """Raise PassValidationError naming `after` when the graph is inconsistent: the
@@ -65,10 +86,11 @@ class PassManager:
         """Run one pass if its flag is on; validate after it."""
         if not p.enabled(self.cfg):
             return sdg
-        before, t = len(sdg.ops), time.perf_counter()
+        before, t, version = len(sdg.ops), time.perf_counter(), sdg.version
         sdg = p.run(sdg, self.cfg)
         ms = self._add(f"pass:{p.name}", t)
         self.check(sdg, f"pass '{p.name}'")
+        self.dump(sdg, p.name, version)
         if self.report is not None:
             self.report(p.name, ms, _ops_note(before, len(sdg.ops)))
         return sdg
@@ -83,10 +105,11 @@ class PassManager:
         for rounds in range(1, self.max_rounds + 1):  # noqa: B007 - reported below
             start = sdg.version
             for p in active:
-                t = time.perf_counter()
+                t, version = time.perf_counter(), sdg.version
                 sdg = p.run(sdg, self.cfg)
                 spent[p.name] += self._add(f"pass:{p.name}", t)
                 self.check(sdg, f"pass '{p.name}' (round {rounds} of {name})")
+                self.dump(sdg, p.name, version)
             if sdg.version == start:
                 break
         if self.report is not None and active:

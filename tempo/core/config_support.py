@@ -6,20 +6,21 @@ Every field is in exactly one class (tests/core/test_configs.py checks the table
 every field, so a new field cannot be added without deciding its class):
 
 * IMPLEMENTED: read by the compiler or runtime and does what API §4.2 says.
-* UNSUPPORTED: the feature is not built and the API default already describes what we do
-  (a switch defaulting to off, a tuning knob of such a feature). Any other value raises
-  `UnsupportedError` at `ctx.compile`, naming the field, the compile line and the fix.
-* HINT: the feature is not built but the default asks for it (`True` = "use it where
-  available"), so every default config would ask; any value is accepted and means
-  "where available", which today is nowhere. Turning such a switch off never demands
-  anything we cannot do. Each line below says what is missing.
+* UNSUPPORTED: the feature is not built: a switch defaulting to off, or a knob of a
+  feature not built (its default is accepted, as every default config carries it). Any
+  other value raises `UnsupportedError` at `ctx.compile`, naming the field, the compile
+  line and the fix.
+* HINT: a switch, on by default, of an optimisation that is not built: True asks for it
+  "where available" (nowhere yet) and False turns it off, which is what runs either way,
+  so both values are honoured and run the same program. Only boolean switches defaulting
+  to True may be HINTs (tests/core/test_configs.py checks): a knob whose other values
+  would ask for something we do not do is UNSUPPORTED instead.
 
-HINT fields (accepted, no effect yet):
+HINT fields (False honoured; True is the default and asks for a feature not built):
 
 =====================================================  =======================================
 field                                                  what is (not) implemented
 =====================================================  =======================================
-individualize_consts_smaller_than_x_bytes              constants are shared, never duplicated
 enable_fold_pads_into_storage, enable_pad_mask_removal pads are never copied into stores,
                                                        padded blocks are always masked
 enable_codegen_thunk_warmup                            no warm-up: regions compile at first call
@@ -29,10 +30,12 @@ enable_ast_promo                                       frees are per point, neve
 enable_isolate_loop_conditions                         loop conditions are not isolated
 enable_eval_symbol_launcher                            one generic op launcher
 enable_symbol_prealloc_store                           symbols are evaluated per point
-min_block_store_tensor_point_size                      block stores follow reads, not sizes
-visualize_debug_stages                                 only the pipeline-stage graphs render
-M                                                      the scheduler needs no big-M constant
 =====================================================  =======================================
+
+Knobs of features not built (UNSUPPORTED, any value but the default raises):
+`individualize_consts_smaller_than_x_bytes` (constants are shared, never duplicated),
+`min_block_store_tensor_point_size` (block stores follow reads, not sizes), `M` (the
+scheduler needs no big-M constant), besides the switches defaulting to off.
 """
 
 from __future__ import annotations
@@ -141,7 +144,7 @@ FIELDS: dict[str, FieldSupport] = {
                "numpy, stay Python loops", "enable_compiled_loops"),
     **_entries(_I, "'compile': torch.compile for large fused regions (enable_group_fusions); "
                "'eager': never", "torch_compilation_backend"),
-    **_entries(_H, "constants are shared, never duplicated",
+    **_entries(_U, "constants are shared, never duplicated per reader",
                "individualize_consts_smaller_than_x_bytes"),
     **_entries(_I, "switches the vectorisation pass: dims no cycle carries become a leading "
                "batch dim of groups of ops (a UDF source batches only with its "
@@ -191,10 +194,11 @@ FIELDS: dict[str, FieldSupport] = {
                "(no store write, read or free)", "enable_custom_thunk_launchers"),
     **_entries(_H, "one generic op launcher", "enable_eval_symbol_launcher"),
     **_entries(_H, "symbols are evaluated per point", "enable_symbol_prealloc_store"),
-    **_entries(_H, "block stores follow the reads, not tensor sizes",
+    **_entries(_U, "block stores follow the reads, not tensor sizes",
                "min_block_store_tensor_point_size"),
-    **_entries(_H, "only the pipeline-stage graphs are written", "visualize_debug_stages"),
-    **_entries(_H, "the scheduler needs no big-M constant", "M"),
+    **_entries(_I, "with visualize_pipeline_stages, also writes the graph after every pass "
+               "that changed it (sdg_pass_<k>_<name>.dot under path)", "visualize_debug_stages"),
+    **_entries(_U, "the scheduler needs no big-M constant (bounds are isl parameters)", "M"),
 }
 
 

@@ -3,6 +3,7 @@ the offending expression or shape, and the user's source line (found by `user_si
 
 from __future__ import annotations
 
+import copy
 import linecache
 import os
 import sys
@@ -42,6 +43,14 @@ class TempoError(Exception):
         self.message = message  # without the site line, for errors that wrap this one
         super().__init__(message if site is None else f"{message}\n  at {site}")
 
+    def at(self, site: str) -> TempoError:
+        """This error (same class and message) named at `site` instead: for errors whose
+        cause is a user call that does not appear on the stack where they are found."""
+        out = copy.copy(self)
+        out.site = site
+        out.args = (f"{self.message}\n  at {site}",)
+        return out
+
 
 class IndexExprError(TempoError, ValueError):
     """A malformed or out-of-range index expression (unknown symbol, constant past a bound)."""
@@ -49,6 +58,10 @@ class IndexExprError(TempoError, ValueError):
 
 class DefinitionError(TempoError, ValueError):
     """A placeholder definition that can never take effect (an earlier branch shadows it)."""
+
+
+class ArgumentError(TempoError, ValueError):
+    """An argument value a function does not accept (a negative learning rate, b1 >= 1)."""
 
 
 class ShapeError(TempoError, ValueError):

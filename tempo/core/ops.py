@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 from tempo.core.dtype import DataType, dtypes
 from tempo.core.errors import DTypeError, ShapeError
 from tempo.core.index_expr import IndexExpr
-from tempo.core.naming import dtype_word
+from tempo.core.naming import dtype_word, shape_word
 from tempo.core.op_base import DTypes, Op, Shapes, _dims, norm_dim  # noqa: F401
 from tempo.core.op_sources import (  # noqa: F401 - the catalogue is one namespace
     BarrierOp,
@@ -135,7 +135,9 @@ class CatOp(Op):
                 i != self.dim and Shape.from_((a,)) != Shape.from_((b,))
                 for i, (a, b) in enumerate(zip(d, first))
             ):
-                raise ShapeError(f"cat along dim {self.dim} of mismatched shapes {shapes}")
+                words = ", ".join(shape_word(x) for x in shapes)
+                raise ShapeError(f"cat along dim {self.dim} of shapes {words}, which differ "
+                                 "off that dim")
             total = total + d[self.dim]
         first[self.dim] = total
         return [Shape.from_(tuple(first))], [dtypes.upcast(*dts)]

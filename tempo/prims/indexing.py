@@ -64,13 +64,15 @@ def _torch_index_select(op: ops.IndexSelectOp, be: Any) -> Kernel:
     import torch
 
     dim, on_host = op.dim, be.on_cpu
+    wide = (torch.int32, torch.int64)  # what torch.index_select takes; `const([1, 3])` is int8
 
     def kernel(x: Any, i: Any) -> Any:
         if i.ndim == 0:
             if on_host:
                 return x[int(i)] if dim == 0 else x.select(dim, int(i))
-            return torch.index_select(x, dim, i.reshape(-1)).squeeze(dim)
-        return torch.index_select(x, dim, i)
+            i = i.reshape(-1)
+            return torch.index_select(x, dim, i if i.dtype in wide else i.long()).squeeze(dim)
+        return torch.index_select(x, dim, i if i.dtype in wide else i.long())
 
     return kernel
 

@@ -9,7 +9,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from tempo.core.dl_backend import DLBackendName
-from tempo.core.errors import ConfigError, user_site
+from tempo.core.errors import ConfigError, TempoError, user_site
 
 if TYPE_CHECKING:
     from tempo.runtime.backends.protocol import Backend
@@ -50,3 +50,13 @@ class DLBackend:
     @staticmethod
     def registered() -> tuple[DLBackendName, ...]:
         return tuple(DLBackend._registry)
+
+
+def backend_for(cfg: Any, site: str) -> Backend:
+    """The backend `cfg` asks for, on its device. A device or backend it cannot have
+    (gpu:3 on a machine with one GPU, numpy on a GPU) is an error of the user's compile
+    call at `site`, whatever the stack inside the backend looks like."""
+    try:
+        return DLBackend.get_backend(cfg.backend).from_config(cfg)
+    except TempoError as exc:
+        raise exc.at(site) from None

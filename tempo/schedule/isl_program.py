@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import islpy as isl
 
+from tempo.core import naming
 from tempo.core.domain import Domain
 from tempo.core.errors import IndexExprError
 from tempo.core.index_expr import IndexExpr, IntIndexValue, Slice, Symbol
@@ -281,9 +282,10 @@ def edge_map(sdg: SDG, e: Edge, decl: str) -> isl.UnionMap:
     except isl.Error as exc:
         reader = sdg.ops[e.sink]
         raise IndexExprError(
-            f"{reader!r} reads {e.src!r} at [{e.expr}] which isl cannot represent "
-            "(index expressions must be quasi-affine)",
-            site=reader.site,
+            f"{naming.op_label(reader, sdg.names)} reads {naming.tensor_label(sdg, e.src)} "
+            f"at [{naming.index_word(e.expr)}], which is not affine (index expressions may "
+            "add symbols, multiply them by constants, and use // or % by constants, ie.min "
+            "and ie.max)", site=reader.site,
         ) from exc
     return isl.UnionMap.from_map(m)
 

@@ -157,6 +157,26 @@ def test_default_int_follows_backend_on_setattr_and_replace() -> None:
     assert dtypes.default_int == dtypes.int32
 
 
+@pytest.mark.parametrize(("backend", "other", "want"), [
+    ("jax", "torch", "int32"), ("numpy", "torch", "int32"), ("torch", "jax", "int64")])
+def test_constructing_a_context_switches_default_int(backend: str, other: str,
+                                                     want: str) -> None:
+    """API §1.1: construction activates the context, its int dtype included (§4.2): a
+    config of another backend made after this one's (the usual order in a script that
+    tries several) does not decide the dtype of `arange` and symbol values."""
+    from tempo.api import RecurrentTensor, TempoContext
+
+    cfg = ExecutionConfig(dev="cpu", backend=backend)
+    ExecutionConfig(dev="cpu", backend=other)
+    ctx = TempoContext(cfg, num_dims=1)
+    assert dtypes.default_int == getattr(dtypes, want)
+    assert RecurrentTensor.arange(3).dtype == getattr(dtypes, want)
+    ExecutionConfig(dev="cpu", backend=other)
+    ctx.execution_config = cfg  # programs replace the config after construction
+    assert dtypes.default_int == getattr(dtypes, want)
+    ctx.__exit__(None, None, None)
+
+
 def test_replace_keeps_other_fields() -> None:
     cfg = dataclasses.replace(ExecutionConfig.test_cfg(), seed=7, device_memory_cap_bytes=1024)
     assert (cfg.seed, cfg.device_memory_cap_bytes, cfg.backend) == (7, 1024, "torch")
@@ -270,6 +290,43 @@ def test_unsupported_field_raises_at_compile(name: str) -> None:
 def test_hint_fields_accept_any_value() -> None:
     overrides = {name: _other(_FIELD_DEFAULTS[name]) for name in _HINTS}
     assert _compile(dataclasses.replace(ExecutionConfig.test_cfg(), **overrides)) == [0, 2, 4]
+
+
+@pytest.mark.parametrize("name", _HINTS)
+def test_hints_are_switches_whose_off_value_is_what_runs(name: str) -> None:
+    """"A flag works or raises UnsupportedError": a HINT is a switch defaulting to on of a
+    feature not built, so its only other value, False, asks for what runs. A knob (M,
+    min_block_store_tensor_point_size, individualize_consts_...) accepted any value and
+    ignored it: those are UNSUPPORTED (test_unsupported_field_raises_at_compile)."""
+    assert _FIELD_DEFAULTS[name] is True
+
+
+def test_debug_stages_write_the_graph_after_every_pass(tmp_path) -> None:  # noqa: ANN001
+    """visualize_debug_stages (with visualize_pipeline_stages) writes the graph after each
+    pass that changed it, numbered in pipeline order; without it only the two stages."""
+    from tempo.api import RecurrentTensor, TempoContext
+
+    def run(cfg: ExecutionConfig) -> list[float]:
+        ctx = TempoContext(cfg, num_dims=1, dim_names=("t",))
+        ((t, T),) = ctx.variables_and_bounds
+        seen: list[float] = []
+        with ctx:
+            x = RecurrentTensor.from_symbol(t) * 2
+            _unused = x + 5  # dead-code elimination removes it: a stage that changes
+            x.sink_udf(lambda v: seen.append(float(v)))
+        ctx.compile({T: 3}).execute()
+        return seen
+
+    base = dataclasses.replace(ExecutionConfig.test_cfg(), visualize_pipeline_stages=True,
+                               enable_dead_code_elim=True)
+    on, off = tmp_path / "on", tmp_path / "off"
+    assert run(dataclasses.replace(base, path=f"{on}/", visualize_debug_stages=True)) \
+        == [0, 2, 4]
+    assert run(dataclasses.replace(base, path=f"{off}/")) == [0, 2, 4]
+    stages = sorted(p.name for p in on.glob("sdg_pass_*.dot"))
+    assert stages and stages[0].startswith("sdg_pass_01_")
+    assert all((on / s).read_text().startswith("digraph sdg {") for s in stages)
+    assert not list(off.glob("sdg_pass_*.dot"))
 
 
 def test_deterministic_on_a_gpu_raises(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -94,10 +94,19 @@ def test_a_device_that_cannot_be_had_names_the_compile_line(backend: str, dev: s
     with pytest.raises(err) as info:
         _compile(dev, backend)
     assert isinstance(info.value, TempoError)
-    # the user's line: the compile line when run alone; in the full suite the backend is
-    # sometimes made at the last recorded op's line (order-dependent, noted as a debt)
-    assert "test_devices.py" in str(info.value)
+    assert "test_devices.py" in str(info.value) and "ctx.compile" in str(info.value)
     assert dev in str(info.value)
+
+
+def test_a_device_error_names_the_compile_line_whatever_the_stack(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The backend is made at compile from the config (before any pass), and its device
+    error is the compile call's: even if the stack walk found another line (in the full
+    suite it once named the last recorded op), the error names `ctx.compile`."""
+    monkeypatch.setattr(devices, "user_site", lambda: "elsewhere.py:1: x = y")
+    with pytest.raises(ConfigError) as info:
+        _compile("gpu:7", "torch")
+    assert "ctx.compile" in str(info.value) and "elsewhere.py" not in str(info.value)
 
 
 @pytest.mark.parametrize("backend", ["torch", "jax"])

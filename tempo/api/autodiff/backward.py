@@ -25,7 +25,7 @@ from tempo.core import index_expr as ie
 from tempo.core import naming, ops
 from tempo.core.domain import Domain
 from tempo.core.dtype import dtypes
-from tempo.core.errors import IndexExprError, ShapeError, TempoError, UnsupportedError, user_site
+from tempo.core.errors import IndexExprError, ShapeError, UnsupportedError, user_site
 from tempo.core.sdg import SDG, Edge, TensorId
 
 if TYPE_CHECKING:
@@ -49,10 +49,11 @@ def backward(x: RT, grad: Any = None) -> None:
       or `.detach()` the reads in its definition to cut the path on purpose.
     """
     ctx = x._ctx_mgr
-    if x.requires_grad is False:
-        raise TempoError(f"backward() of {naming.op_label(x.op, x.sdg.names)}, which does not "
-                         "require grad (no input was made with requires_grad=True)",
-                         site=user_site())
+    if x.requires_grad is not True:  # None: no input asked for grad; torch raises too
+        raise GradientError(f"backward() of {naming.op_label(x.op, x.sdg.names)}, which does "
+                            "not require grad: no tensor it is computed from was made with "
+                            "requires_grad=True, so no .grad would be set (create the weights "
+                            "with requires_grad=True, or use nn parameters)", site=user_site())
     if grad is None and len(x.shape) != 0:
         raise ShapeError(f"backward() without grad needs a scalar loss, got shape {x.shape}",
                          site=user_site())

@@ -75,12 +75,12 @@ class Categorical(Distribution):
 
     @property
     def mean(self) -> RecurrentTensor:
-        raise UnsupportedError("Categorical has no mean")
+        raise UnsupportedError("Categorical has no mean", site=user_site())
 
     @property
     def variance(self) -> RecurrentTensor:
-        raise UnsupportedError("Categorical has no variance")
+        raise UnsupportedError("Categorical has no variance", site=user_site())
 
     @property
     def stddev(self) -> RecurrentTensor:
-        raise UnsupportedError("Categorical has no stddev")
+        raise UnsupportedError("Categorical has no stddev", site=user_site())

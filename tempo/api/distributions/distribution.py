@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from tempo.core.domain import Domain, DomainLike
-from tempo.core.errors import UnsupportedError
+from tempo.core.errors import UnsupportedError, user_site
 
 if TYPE_CHECKING:
     from tempo.api.recurrent_tensor import RecurrentTensor
@@ -44,15 +44,15 @@ class Distribution(abc.ABC):
     def entropy(self) -> RecurrentTensor: ...
 
     def cdf(self, x: Any) -> RecurrentTensor:
-        raise UnsupportedError(f"{type(self).__name__} has no cdf")
+        raise UnsupportedError(f"{type(self).__name__} has no cdf", site=user_site())
 
     @property
     def mean(self) -> RecurrentTensor:
-        raise UnsupportedError(f"{type(self).__name__} has no mean")
+        raise UnsupportedError(f"{type(self).__name__} has no mean", site=user_site())
 
     @property
     def mode(self) -> RecurrentTensor:
-        raise UnsupportedError(f"{type(self).__name__} has no mode")
+        raise UnsupportedError(f"{type(self).__name__} has no mode", site=user_site())
 
     @property
     def stddev(self) -> RecurrentTensor:
@@ -60,4 +60,4 @@ class Distribution(abc.ABC):
 
     @property
     def variance(self) -> RecurrentTensor:
-        raise UnsupportedError(f"{type(self).__name__} has no variance")
+        raise UnsupportedError(f"{type(self).__name__} has no variance", site=user_site())

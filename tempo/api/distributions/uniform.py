@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from tempo.api.distributions.distribution import Distribution, rt, sampling_domain
 from tempo.core.domain import DomainLike
-from tempo.core.errors import UnsupportedError
+from tempo.core.errors import UnsupportedError, user_site
 
 if TYPE_CHECKING:
     from tempo.api.recurrent_tensor import RecurrentTensor
@@ -52,4 +52,4 @@ class Uniform(Distribution):
 
     @property
     def mode(self) -> RecurrentTensor:
-        raise UnsupportedError("Uniform has no mode")
+        raise UnsupportedError("Uniform has no mode", site=user_site())

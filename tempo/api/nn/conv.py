@@ -11,7 +11,7 @@ import numpy as np
 
 from tempo.api.nn import init as initf
 from tempo.api.nn.init import InitFn
-from tempo.api.nn.module import Module
+from tempo.api.nn.module import Module, float_input
 from tempo.core.domain import DomainLike
 from tempo.core.dtype import DataTypeLike, dtypes
 
@@ -75,7 +75,7 @@ class _ConvNd(Module):
         from tempo.api.recurrent_tensor import RecurrentTensor as RT
 
         y = RT.conv_general(
-            x,
+            float_input(x, type(self).__name__),
             self.w,
             self.n_dims,
             self.stride,

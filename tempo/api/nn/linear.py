@@ -6,10 +6,12 @@ from typing import TYPE_CHECKING, Any
 
 from tempo.api.nn import init as initf
 from tempo.api.nn.init import InitFn
-from tempo.api.nn.module import Module
+from tempo.api.nn.module import Module, float_input
+from tempo.api.tensor_base import label
+from tempo.core import naming
 from tempo.core.domain import DomainLike
 from tempo.core.dtype import DataTypeLike, dtypes
-from tempo.core.errors import DTypeError, user_site
+from tempo.core.errors import DTypeError, ShapeError, user_site
 
 if TYPE_CHECKING:
     from tempo.api.recurrent_tensor import RecurrentTensor
@@ -42,9 +44,12 @@ class Linear(Module):
             self.b = self.bias_from_init(b_init(shape=(out_features,), dtype=dt, domain=None))
 
     def forward(self, x: Any) -> RecurrentTensor:
-        from tempo.api.recurrent_tensor import RecurrentTensor
-
-        x = RecurrentTensor.lift(x)
+        x = float_input(x, "Linear")
+        last = x.shape.at(-1) if x.ndim else None
+        if last is None or isinstance(last, int) and last != self.in_features:
+            raise ShapeError(f"Linear({self.in_features}, {self.out_features}) takes inputs "
+                             f"whose last dim is {self.in_features}, got shape "
+                             f"{naming.shape_word(x.shape)} ({label(x)})", site=user_site())
         # Elementwise-sum form for vectors avoids matmul's squeezing of size-1 dims.
         if x.ndim == 1:
             y = (self.w * x.unsqueeze(0)).sum(1)

@@ -23,6 +23,24 @@ def _rt() -> Any:
     return RecurrentTensor
 
 
+def float_input(x: Any, layer: str) -> RecurrentTensor:
+    """`x` as a tensor a layer with float weights can read: as torch.nn's layers, integer
+    and bool inputs are refused (token ids into a Linear are a mistake: the promotion
+    rules would silently cast the ids to floats and multiply them)."""
+    from tempo.api.tensor_base import label
+    from tempo.core import naming
+    from tempo.core.dtype import dtypes
+    from tempo.core.errors import DTypeError
+
+    x = _rt().lift(x)
+    if not dtypes.is_float(x.dtype):
+        raise DTypeError(
+            f"{layer} needs a float input, but {label(x)} has dtype "
+            f"{naming.dtype_word(x.dtype)}: integer ids go through nn.Embedding; to use the "
+            "numbers themselves, cast first (x.cast(dtypes.float32))", site=user_site())
+    return x
+
+
 def update_prev_index(full: Domain, update: Domain) -> ie.IndexSequence:
     """The read of the previous update step: lexicographic predecessor over `update`, own
     variable elsewhere (a single update var reads `v-1`; callers guard `v == 0` first)."""
@@ -147,6 +165,12 @@ class Module:
         remap = {id(p): p[key] for p in self.parameters + self.buffers}
         return _reindexed(self, remap)
 
+    def __iter__(self) -> Iterator[Any]:
+        """Not iterable: without this, `list(module)` (e.g. `SGD(module)` for
+        `SGD(module.parameters)`) would call `module[0]`, `module[1]`, ... forever."""
+        raise TypeError(f"a {type(self).__name__} is not iterable: use .parameters for its "
+                        "parameters (e.g. SGD(model.parameters, ...))")
+
     def train(self, mode: bool = True) -> Module:
         """Set training mode (affects dropout) here and in every sub-module, as torch."""
         self.training = mode
@@ -209,3 +233,6 @@ class Sequential(Module):
 
     def __len__(self) -> int:
         return len(self.modules)
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self.modules)

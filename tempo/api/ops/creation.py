@@ -13,7 +13,7 @@ from tempo.core import index_expr as ie
 from tempo.core import naming, ops
 from tempo.core.domain import Domain, DomainLike
 from tempo.core.dtype import DataType, DataTypeLike, dtypes
-from tempo.core.errors import DTypeError, ShapeError, TempoError, user_site
+from tempo.core.errors import DTypeError, IndexExprError, ShapeError, TempoError, user_site
 from tempo.core.shape import Shape, ShapeLike
 
 if TYPE_CHECKING:
@@ -140,6 +140,12 @@ def arange(stop: Any, start: int = 0, step: int = 1, dtype: DataTypeLike | None 
 
 def from_symbol(s: ie.Symbol, dtype: DataTypeLike | None = None) -> RecurrentTensor:
     """A scalar holding the current value of symbol `s` (domain `(s,)` for a variable)."""
+    if not isinstance(s, ie.Symbol):
+        got = naming.expr_word(s) if isinstance(s, ie.IndexExpr) else repr(s)
+        hint = (f"; for an expression use RecurrentTensor.from_expr({got})"
+                if isinstance(s, ie.IndexExpr) else "")
+        raise IndexExprError(f"from_symbol takes one symbol (a dimension's variable or its "
+                             f"bound), got {got}{hint}", site=user_site())
     check_symbols(s, f"symbol {s}")
     dom = Domain((s,)) if not s.is_bound else Domain.empty()
     return record1(ops.EvalSymbolOp, [], domain=dom, symbol=s,

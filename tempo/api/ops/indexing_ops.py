@@ -7,10 +7,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from tempo.api.tensor_base import active_ctx, lift, record1
+from tempo.api.tensor_base import active_ctx, label, lift, record1
 from tempo.core import index_expr as ie
-from tempo.core import ops
-from tempo.core.errors import ShapeError, user_site
+from tempo.core import naming, ops
+from tempo.core.dtype import dtypes
+from tempo.core.errors import DTypeError, ShapeError, user_site
 
 if TYPE_CHECKING:
     from tempo.api.recurrent_tensor import RecurrentTensor
@@ -110,6 +111,10 @@ def one_hot(class_int: Any, num_classes: int) -> RecurrentTensor:
     from tempo.api.ops.creation import arange
 
     c = _idx(class_int)
+    if not dtypes.is_integer(c.dtype):
+        raise DTypeError(f"one_hot needs integer classes, got {naming.dtype_word(c.dtype)} "
+                         f"({label(c)}): cast first, e.g. x.cast(dtypes.int64)",
+                         site=user_site())
     hot = arange(num_classes, dtype=c.dtype) == c.unsqueeze(-1)
     return hot.cast(c.dtype)
 

@@ -30,8 +30,9 @@ def _dims(dims: int | Sequence[int] | None, of: int | RTBase | TensorSelf) -> tu
             from tempo.api.tensor_base import operand_label
 
             site = user_site()
-            why = (f"{why} ({operand_label(of, site)}; symbolic dims are not reduced by dim "
-                   f"number: slice them into spatial dims first, e.g. x[0:T].sum(0))")
+            hint = ("; symbolic dims are not reduced by dim number: slice them into spatial "
+                    "dims first, e.g. x[0:T].sum(0)") if not of.domain.is_empty() else ""
+            why = f"{why} ({operand_label(of, site)}{hint})"
         raise ShapeError(why, site=user_site()) from None
 
 

@@ -12,7 +12,7 @@ from tempo.api.nn.utils import clip_norm, total_norm
 from tempo.api.tensor_base import label
 from tempo.core import naming
 from tempo.core.domain import Domain, DomainLike
-from tempo.core.errors import DomainError, TempoError, user_site
+from tempo.core.errors import ArgumentError, DefinitionError, DomainError, TempoError, user_site
 
 if TYPE_CHECKING:
     from tempo.api.recurrent_tensor import RecurrentTensor
@@ -22,6 +22,30 @@ def _rt() -> Any:
     from tempo.api.recurrent_tensor import RecurrentTensor
 
     return RecurrentTensor
+
+
+def _tensors(xs: Any, what: str) -> list[RecurrentTensor]:
+    """The optimizer's `params` or `buffers` as a list of tensors; a module (or anything
+    else) given in their place is the user's error, named at their line."""
+    from tempo.api.nn.module import Module
+
+    if isinstance(xs, Module):
+        attr = "parameters" if what == "params" else "buffers"
+        raise TempoError(f"an optimizer's {what} are a list of tensors, got the module "
+                         f"{type(xs).__name__}: pass its .{attr}", site=user_site())
+    out = list(xs)
+    for x in out:
+        if not isinstance(x, _rt()):
+            raise TempoError(f"an optimizer's {what} are tensors, got {type(x).__name__}",
+                             site=user_site())
+    return out
+
+
+def _check_range(name: str, value: float, low: float, high: float | None = None) -> None:
+    """torch.optim's argument checks: `low <= value` (and `value < high`)."""
+    if value < low or (high is not None and value >= high):
+        want = f">= {low}" if high is None else f"in [{low}, {high})"
+        raise ArgumentError(f"invalid {name}={value}: it must be {want}", site=user_site())
 
 
 class Optimizer(abc.ABC):
@@ -36,8 +60,11 @@ class Optimizer(abc.ABC):
         norm_type: float = 2.0,
         independent_domain: DomainLike = None,
     ) -> None:
-        self.params = list(params)
-        self.buffers = list(buffers or [])
+        _check_range("lr", lr, 0.0)
+        if max_norm is not None:
+            _check_range("max_norm", max_norm, 0.0)
+        self.params = _tensors(params, "params")
+        self.buffers = _tensors(buffers or [], "buffers")
         if not self.params:
             raise TempoError("an optimizer needs at least one parameter", site=user_site())
         self.domain: Domain = self.params[0].unindexed_domain
@@ -52,8 +79,8 @@ class Optimizer(abc.ABC):
         self.acc_domain = self.domain.difference(indep)
         if self.acc_domain.is_empty():
             raise DomainError(
-                f"parameters over {self.domain} have no update dimension left "
-                f"after removing the independent domain {indep}",
+                f"parameters over {naming.domain_word(self.domain)} have no update dimension "
+                f"left after removing the independent domain {naming.domain_word(indep)}",
                 site=user_site(),
             )
         self.lr, self.max_norm, self.norm_type = lr, max_norm, norm_type
@@ -96,13 +123,30 @@ class Optimizer(abc.ABC):
         """What to subtract from each parameter at the current point."""
 
     def step(self) -> None:
-        """Define every parameter after the origin: p = p[prev] - update[prev]."""
+        """Define every parameter after the origin: p = p[prev] - update[prev]. A program
+        calls it once: it is the rule of every iteration, not one iteration's update."""
+        self._check_not_defined()
         grads = self._grads()
         params = [p.detach() for p in self.params]
         for p, pd, u in zip(self.params, params, self.updates(params, grads)):
             p[True] = (pd - u)[self.prev]
         for b in self.buffers:
             b[True] = b[self.prev]
+
+    def _check_not_defined(self) -> None:
+        """A parameter already defined at every later point (an earlier `step()` or
+        `fixed()`): a second definition would never be used, since the first branch
+        whose condition holds wins (API §3.5), so a second step() would silently do
+        nothing rather than update twice."""
+        for p in self.params + self.buffers:
+            done = [e for e in p.sdg.in_edges[p.op.op_id] if e.cond is None]
+            if done:
+                raise DefinitionError(
+                    f"step() would define {label(p)} again, but it is already defined at "
+                    f"every update point by {naming.at_site(done[0].site)}: step() is the "
+                    "update rule of every iteration (iteration i uses the gradient of "
+                    "iteration i-1), so call it once per program",
+                    site=user_site())
 
     def zero_grad(self) -> None:
         """Gradients are per point already; kept for torch-shaped programs."""
@@ -125,8 +169,10 @@ class SGD(Optimizer):
         independent_domain: DomainLike = None,
     ) -> None:
         super().__init__(params, buffers, lr, max_norm, norm_type, independent_domain)
+        _check_range("momentum", momentum, 0.0)
+        _check_range("weight_decay", weight_decay, 0.0)
         if nesterov and momentum <= 0:
-            raise ValueError("nesterov needs momentum > 0")
+            raise ArgumentError("nesterov needs momentum > 0", site=user_site())
         self.momentum, self.weight_decay, self.nesterov = momentum, weight_decay, nesterov
 
     def updates(
@@ -165,6 +211,10 @@ class LAMB(Optimizer):
         independent_domain: DomainLike = None,
     ) -> None:
         super().__init__(params, buffers, lr, max_norm, norm_type, independent_domain)
+        _check_range("b1", b1, 0.0, 1.0)
+        _check_range("b2", b2, 0.0, 1.0)
+        _check_range("eps", eps, 0.0)
+        _check_range("wd", wd, 0.0)
         self.b1, self.b2, self.eps, self.wd, self.adam = b1, b2, eps, wd, adam
 
     def updates(

@@ -17,7 +17,9 @@ import math
 from typing import Any
 
 from tempo.api.recurrent_tensor import RecurrentTensor
+from tempo.api.tensor_base import label
 from tempo.core import index_expr as ie
+from tempo.core import naming
 from tempo.core.dtype import dtypes
 from tempo.core.errors import DomainError, TempoError, user_site
 
@@ -26,8 +28,10 @@ def _time_index(x: RecurrentTensor, t: ie.Symbol, at: Any, what: str) -> tuple[A
     """x's own basis index with `t` replaced by `at`."""
     vars_ = x.unindexed_domain.variables
     if t not in vars_:
-        raise DomainError(f"{what} has domain {x.unindexed_domain} without the time "
-                          f"symbol {t}", site=user_site())
+        raise DomainError(f"{what} ({label(x)}) have domain "
+                          f"{naming.domain_word(x.unindexed_domain)}, without the time "
+                          f"dimension {t} the objective runs over: pass tensors over {t}, "
+                          f"or the time symbol they have", site=user_site())
     return tuple(at if v.struct_eq(t) else v for v in vars_)
 
 

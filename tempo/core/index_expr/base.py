@@ -175,7 +175,7 @@ class IndexExpr(ABC):
 
     def to_isl(self) -> str:
         """isl syntax for this expression (quasi-affine only; raises NonAffineIndexExprError)."""
-        raise NonAffineIndexExprError(f"isl cannot represent the index expression {self}")
+        raise NonAffineIndexExprError(f"{self} is not an affine integer expression")
 
     def __repr__(self) -> str:
         return str(self)

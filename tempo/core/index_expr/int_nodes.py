@@ -290,7 +290,7 @@ class Mul(_IntBinary):
             v = _const_int(c)
             if v is not None:
                 return f"({v} * {x.to_isl()})"
-        raise NonAffineIndexExprError(f"isl cannot represent the product of symbols {self}")
+        raise NonAffineIndexExprError(f"{self} multiplies two symbols")
 
 
 class FloorDivision(_IntBinary):
@@ -310,7 +310,7 @@ class FloorDivision(_IntBinary):
     def to_isl(self) -> str:
         d = _const_int(self.right_operand)
         if d is None or d == 0:
-            raise NonAffineIndexExprError(f"isl needs a constant nonzero divisor in {self}")
+            raise NonAffineIndexExprError(f"{self} divides by other than a nonzero constant")
         a = self.left_operand.to_isl()
         return f"floor(({a})/{d})" if d > 0 else f"floor((-({a}))/{-d})"
 
@@ -331,7 +331,7 @@ class Modulos(_IntBinary):
     def to_isl(self) -> str:
         d = _const_int(self.right_operand)
         if d is None or d == 0:
-            raise NonAffineIndexExprError(f"isl needs a constant nonzero modulus in {self}")
+            raise NonAffineIndexExprError(f"{self} takes a modulus other than a nonzero constant")
         a = self.left_operand.to_isl()
         return f"(({a}) mod {d})" if d > 0 else f"(({a}) + {-d} * floor((-({a}))/{-d}))"
 

@@ -93,6 +93,7 @@ class PythonExecutor(Executor):
         bounds: dict[str, int],
         timings_ms: dict[str, float],
         endings: tuple[Ending, ...] = (),
+        backend: Backend | None = None,
     ) -> None:
         check_udf_signatures(sdg)
         self.sdg = sdg
@@ -102,7 +103,8 @@ class PythonExecutor(Executor):
         self.schedule = schedule
         self.cfg = cfg
         self.bounds = bounds
-        self.backend = DLBackend.get_backend(cfg.backend).from_config(cfg)
+        self.backend = (backend if backend is not None
+                        else DLBackend.get_backend(cfg.backend).from_config(cfg))
         self.accountant = MemoryAccountant(cfg.device_memory_cap_bytes, self._describe)
         # swapping works on tracked stores: it moves what the accountant counts
         tracked = (cfg.device_memory_cap_bytes is not None or cfg.executor_debug_mode
