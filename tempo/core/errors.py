@@ -20,13 +20,14 @@ def called_from_tempo(depth: int) -> bool:
 
 def user_site(skip_tempo: bool = True) -> str:
     """The innermost stack frame outside the tempo package, as 'file:line: code', skipping
-    dataclass machinery (generated `__init__`s, `dataclasses.replace`). Walks the frames
+    dataclass machinery (generated `__init__`s, `dataclasses.replace`) and contextlib's
+    (`with ctx.when(...)` enters Tempo's generator through it). Walks the frames
     itself, so only the chosen line's text is read (every recorded op calls this)."""
     frame: FrameType | None = sys._getframe(1)
     while frame is not None:
         name = frame.f_code.co_filename
         generated = (name == "<string>" and frame.f_code.co_name == "__init__"
-                     or name.endswith(os.sep + "dataclasses.py"))
+                     or name.endswith((os.sep + "dataclasses.py", os.sep + "contextlib.py")))
         inside = skip_tempo and os.path.abspath(name).startswith(_TEMPO_ROOT + os.sep)
         if not generated and not inside:
             code = linecache.getline(name, frame.f_lineno).strip()

@@ -44,6 +44,10 @@ def _check_signature(op: ops.Op, n_inputs: int) -> None:
         return
     n_in = 0 if isinstance(op, ops.UDFSourceOp) else n_inputs
     want = n_in + (1 if op.with_ts else 0)
+    if not callable(op.fn):
+        raise UDFSignatureError(
+            f"{naming.kind(op)} {naming.at_site(op.site)} needs a function, got "
+            f"{type(op.fn).__name__} {op.fn!r}", site=op.site)
     try:
         sig = inspect.signature(op.fn)
     except (TypeError, ValueError):  # builtins and C functions: nothing to check

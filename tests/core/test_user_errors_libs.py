@@ -179,6 +179,63 @@ def cat_of_shapes_that_differ(cfg: ExecutionConfig) -> None:
         RT.cat([a, b], dim=0)  # MISTAKE
 
 
+def normal_whose_parameters_do_not_broadcast(cfg: ExecutionConfig) -> None:
+    from tempo.api.distributions import Normal
+
+    ctx, t, T = ctx1(cfg)
+    with ctx:
+        mu, sigma = RT.zeros((3,)), RT.ones((4,))
+        Normal(mu, sigma)  # MISTAKE
+
+
+def conv_given_the_wrong_channels(cfg: ExecutionConfig) -> None:
+    from tempo.api.nn import Conv2d
+
+    ctx, t, T = ctx1(cfg)
+    with ctx:
+        img = RT.ones((1, 2, 8, 8))
+        Conv2d(3, 4, 3)(img)  # MISTAKE
+
+
+def clip_norm_of_no_gradients(cfg: ExecutionConfig) -> None:
+    from tempo.api.nn.utils import clip_norm
+
+    ctx, t, T = ctx1(cfg)
+    with ctx:
+        grads: list[Any] = []
+        clip_norm(grads, 1.0)  # MISTAKE
+
+
+def random_int_with_an_empty_range(cfg: ExecutionConfig) -> None:
+    ctx, t, T = ctx1(cfg)
+    with ctx:
+        RT.random_int(5, 2, shape=(3,))  # MISTAKE
+
+
+def when_given_an_integer(cfg: ExecutionConfig) -> None:
+    ctx, t, T = ctx1(cfg)
+    with ctx:
+        x = RT.placeholder((), dtypes.float32, domain=(t,))
+        with ctx.when(t):  # MISTAKE
+            x[True] = RT.const(1.0)
+
+
+def sink_udf_given_a_value(cfg: ExecutionConfig) -> None:
+    ctx, t, T = ctx1(cfg)
+    with ctx:
+        RT.from_symbol(t).sink_udf(print(t))  # MISTAKE
+    ctx.compile({T: 2}).execute()
+
+
+def placeholder_over_a_foreign_symbol(cfg: ExecutionConfig) -> None:
+    from tempo.core import index_expr as ie
+
+    ctx, t, T = ctx1(cfg)
+    z = ie.symbols("z")
+    with ctx:
+        RT.placeholder((3,), domain=(z,))  # MISTAKE
+
+
 CASES: list[tuple[Callable[[ExecutionConfig], None], type[Exception], tuple[str, ...]]] = [
     (backward_when_nothing_requires_grad, GradientError,
      ("loss = (w * 2.0).sum()", "requires_grad=True")),
@@ -199,6 +256,13 @@ CASES: list[tuple[Callable[[ExecutionConfig], None], type[Exception], tuple[str,
     (categorical_mean, errors.UnsupportedError, ("Categorical has no mean",)),
     (gae_over_tensors_without_the_time_dim, errors.DomainError, ("(b)", "time dimension t")),
     (cat_of_shapes_that_differ, errors.ShapeError, ("(2, 3)", "(2, 4)")),
+    (normal_whose_parameters_do_not_broadcast, errors.ShapeError, ("mu", "(3,)", "(4,)")),
+    (conv_given_the_wrong_channels, errors.ShapeError, ("2 channels", "takes 3")),
+    (clip_norm_of_no_gradients, errors.TempoError, ("at least one gradient",)),
+    (random_int_with_an_empty_range, errors.ArgumentError, ("low=5", "high=2")),
+    (when_given_an_integer, errors.IndexExprError, ("boolean",)),
+    (sink_udf_given_a_value, errors.TempoError, ("needs a function", "NoneType")),
+    (placeholder_over_a_foreign_symbol, errors.IndexExprError, ("(z)", "(t)")),
 ]
 
 

@@ -8,8 +8,11 @@ import abc
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
+from tempo.core import naming
 from tempo.core.domain import Domain, DomainLike
-from tempo.core.errors import UnsupportedError, user_site
+from tempo.core.errors import ShapeError, UnsupportedError, user_site
 
 if TYPE_CHECKING:
     from tempo.api.recurrent_tensor import RecurrentTensor
@@ -19,6 +22,21 @@ def rt() -> Any:
     from tempo.api.recurrent_tensor import RecurrentTensor
 
     return RecurrentTensor
+
+
+def check_params_broadcast(dist: str, names: tuple[str, str], a: RecurrentTensor,
+                           b: RecurrentTensor) -> None:
+    """Two parameters whose (static) shapes do not broadcast, named as the user passed
+    them; torch.distributions raises at construction too."""
+    sa, sb = a.shape, b.shape
+    if not (sa.is_static() and sb.is_static()):
+        return
+    try:
+        np.broadcast_shapes(tuple(sa.as_static()), tuple(sb.as_static()))
+    except ValueError:
+        raise ShapeError(f"{dist}: {names[0]} of shape {naming.shape_word(sa)} and "
+                         f"{names[1]} of shape {naming.shape_word(sb)} do not broadcast",
+                         site=user_site()) from None
 
 
 def sampling_domain(domain: DomainLike, *params: RecurrentTensor) -> Domain:

@@ -9,7 +9,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from tempo.api.distributions.distribution import Distribution, rt, sampling_domain
+from tempo.api.distributions.distribution import (
+    Distribution,
+    check_params_broadcast,
+    rt,
+    sampling_domain,
+)
 from tempo.core.domain import DomainLike
 
 if TYPE_CHECKING:
@@ -24,6 +29,7 @@ class Normal(Distribution):
     def __init__(self, mu: Any, sigma: Any, domain: DomainLike = None) -> None:
         super().__init__()
         self.mu, self.sigma = rt().lift(mu), rt().lift(sigma)
+        check_params_broadcast("Normal", ("mu", "sigma"), self.mu, self.sigma)
         self.domain = sampling_domain(domain, self.mu, self.sigma)
 
     def rsample(self, shape: Sequence[int] | None = None) -> RecurrentTensor:

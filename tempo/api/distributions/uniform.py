@@ -6,7 +6,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from tempo.api.distributions.distribution import Distribution, rt, sampling_domain
+from tempo.api.distributions.distribution import (
+    Distribution,
+    check_params_broadcast,
+    rt,
+    sampling_domain,
+)
 from tempo.core.domain import DomainLike
 from tempo.core.errors import UnsupportedError, user_site
 
@@ -18,6 +23,7 @@ class Uniform(Distribution):
     def __init__(self, low: Any, high: Any, domain: DomainLike = None) -> None:
         super().__init__()
         self.low, self.high = rt().lift(low), rt().lift(high)
+        check_params_broadcast("Uniform", ("low", "high"), self.low, self.high)
         self.domain = sampling_domain(domain, self.low, self.high)
 
     def sample(self, shape: Sequence[int] | None = None) -> RecurrentTensor:

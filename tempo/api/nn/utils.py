@@ -8,6 +8,8 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from tempo.core.errors import TempoError, user_site
+
 if TYPE_CHECKING:
     from tempo.api.recurrent_tensor import RecurrentTensor
 
@@ -34,6 +36,10 @@ def clip_norm(
     grads: Sequence[Any], max_norm: float, norm_type: float = 2.0, eps: float = 1e-6
 ) -> tuple[list[RecurrentTensor], RecurrentTensor]:
     """Scale all `grads` by min(1, max_norm / (total_norm + eps)); returns (clipped, norm)."""
+    if not grads:
+        raise TempoError("clip_norm needs at least one gradient (got an empty list: were "
+                         "the .grad of the parameters collected after backward()?)",
+                         site=user_site())
     norm = total_norm(grads, norm_type)
     coef = (max_norm / (norm + eps)).minimum(1.0)
     return [g * coef for g in grads], norm

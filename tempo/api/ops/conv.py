@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from tempo.api.tensor_base import lift, record1
-from tempo.core import ops
+from tempo.core import naming, ops
 from tempo.core.errors import ShapeError, user_site
 
 if TYPE_CHECKING:
@@ -33,12 +33,19 @@ def conv_general(input: Any, weight: Any, n_dims: int, stride: IntOrTuple = 1,  
     no_batch = x.ndim == n_dims + 1
     no_out = w.ndim == n_dims + 1
     if x.ndim not in (n_dims + 1, n_dims + 2) or w.ndim not in (n_dims + 1, n_dims + 2):
-        raise ShapeError(f"conv{n_dims}d of input {x.shape} and weight {w.shape}",
-                         site=user_site())
+        raise ShapeError(f"conv{n_dims}d of input {naming.shape_word(x.shape)} and weight "
+                         f"{naming.shape_word(w.shape)}: the input needs {n_dims + 1} or "
+                         f"{n_dims + 2} dims, the weight too", site=user_site())
     if no_batch:
         x = x.unsqueeze(0)
     if no_out:
         w = w.unsqueeze(1 if transposed else 0)
+    have, want = x.shape.at(1), (w.shape.at(0) if transposed else w.shape.at(1) * groups)
+    if isinstance(have, int) and isinstance(want, int) and have != want:
+        raise ShapeError(f"conv{n_dims}d: the input {naming.shape_word(x.shape)} has {have} "
+                         f"channels (dim {0 if no_batch else 1}), but the weight "
+                         f"{naming.shape_word(w.shape)} with groups={groups} takes {want}",
+                         site=user_site())
     out = record1(ops.ConvOp, [x, w], n_dims=n_dims, stride=_tup(stride, n_dims, "stride"),
                   padding=_tup(padding, n_dims, "padding"),
                   dilation=_tup(dilation, n_dims, "dilation"), transposed=transposed,

@@ -31,7 +31,7 @@ def _domain(domain: DomainLike, fallback_ctx: bool = False) -> Domain:
         return active_ctx().default_domain if fallback_ctx else Domain.empty()
     dom = Domain.from_(domain, none_is_empty=True)
     for v in dom.variables:
-        check_symbols(v, f"domain {dom}")
+        check_symbols(v, f"domain {naming.domain_word(dom)}")
     return dom
 
 

@@ -12,7 +12,7 @@ from tempo.api.ops.creation import _domain, _dt, _with_grad, random
 from tempo.api.tensor_base import lift, union_domains
 from tempo.core.domain import DomainLike
 from tempo.core.dtype import DataTypeLike, dtypes
-from tempo.core.errors import ShapeError, user_site
+from tempo.core.errors import ArgumentError, ShapeError, user_site
 from tempo.core.shape import ShapeLike
 
 if TYPE_CHECKING:
@@ -32,6 +32,9 @@ def random_int(low: int = 0, high: int = 10, shape: ShapeLike = (),
                dtype: DataTypeLike | None = None, domain: DomainLike = None,
                requires_grad: bool | None = None) -> RecurrentTensor:
     """Uniform integers in [low, high): floor of a float64 uniform, then cast."""
+    if not low < high:
+        raise ArgumentError(f"random_int draws from [low, high), which is empty for "
+                            f"low={low}, high={high}", site=user_site())
     u = random(shape, dtypes.float64, domain)
     v = (u * float(high - low) + float(low)).floor().minimum(float(high - 1))
     return _with_grad(v.cast(_dt(dtype, dtypes.default_int)), requires_grad)
