@@ -63,7 +63,20 @@ _TEST_OFF = (
 @dataclass
 class ExecutionConfig:
     """Compiler pipeline toggles, memory policy, backend and device of one compilation.
-    Constructing it or setting a field also sets `dtypes.default_int` for its backend."""
+    Constructing it or setting a field also sets `dtypes.default_int` for its backend.
+
+    A flag works or raises (config_support.FIELDS has each field's class and note):
+    features not built raise UnsupportedError at compile when set away from their default
+    (enable_conservative_grouping, enable_group_fissions, enable_codegen_dynamic_dataflows,
+    profile_codegen_kernels, enable_exec_op_profiling, exec_op_profiling_sync_after_each,
+    num_executor_pool_workers, enable_parallel_block_detection,
+    torch_pinned_prealloc_size_bytes, individualize_consts_smaller_than_x_bytes,
+    min_block_store_tensor_point_size, M). Hints, on by default, ask for an optimisation
+    not built where available (nowhere yet); their False is what runs:
+    enable_fold_pads_into_storage, enable_pad_mask_removal, enable_codegen_thunk_warmup,
+    enable_device_assignment, enable_donation_analysis, enable_ast_promo,
+    enable_isolate_loop_conditions, enable_eval_symbol_launcher,
+    enable_symbol_prealloc_store."""
 
     # General
     path: str = field(default_factory=get_default_path)

@@ -301,6 +301,15 @@ def test_hints_are_switches_whose_off_value_is_what_runs(name: str) -> None:
     assert _FIELD_DEFAULTS[name] is True
 
 
+def test_config_docstring_names_every_unsupported_field_and_hint() -> None:
+    """ExecutionConfig's docstring says which flags raise and which are hints."""
+    doc = " ".join((ExecutionConfig.__doc__ or "").split())
+    import re
+
+    for name in _UNSUPPORTED + _HINTS:
+        assert re.search(rf"\b{name}\b", doc), name
+
+
 def test_debug_stages_write_the_graph_after_every_pass(tmp_path) -> None:  # noqa: ANN001
     """visualize_debug_stages (with visualize_pipeline_stages) writes the graph after each
     pass that changed it, numbered in pipeline order; without it only the two stages."""
