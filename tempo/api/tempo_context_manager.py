@@ -9,6 +9,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from tempo.api import dim_names as user_names
+from tempo.core import naming
 from tempo.core.configs import ExecutionConfig
 from tempo.core.domain import Domain, DomainLike
 from tempo.core.dtype import dtypes
@@ -148,6 +149,12 @@ class TempoContext:
     @contextlib.contextmanager
     def when(self, cond: BooleanIndexValue | bool) -> Iterator[None]:
         """Every definition inside is also guarded by `cond`."""
+        if hasattr(cond, "tensor_id"):  # a data-dependent condition: not what when() takes
+            tensor: Any = cond
+            raise IndexExprError(
+                f"when() takes a boolean index expression of the dimensions (e.g. `t < 5`), "
+                f"not the tensor {naming.op_label(tensor.op, tensor.sdg.names)}: to choose "
+                "values by data, use RecurrentTensor.where(cond, a, b)", site=user_site())
         self._conditions.append(lift_to_bool_ie(cond))
         try:
             yield

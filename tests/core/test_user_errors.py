@@ -384,6 +384,15 @@ def reading_a_point_garbage_collection_freed(cfg: ExecutionConfig) -> None:
     exe.get_spatial_tensor_torch(y.tensor_id, (0,))
 
 
+def when_given_a_tensor_condition(cfg: ExecutionConfig) -> None:
+    ctx, t, T = ctx1(cfg)
+    with ctx:
+        x = RT.random((), domain=(t,))
+        h = RT.placeholder((), dtypes.float32, domain=(t,))
+        with ctx.when(x > 0.5):  # MISTAKE
+            h[True] = x
+
+
 def bad_config_value(cfg: ExecutionConfig) -> None:
     ExecutionConfig(dev="tpu")  # MISTAKE
 
@@ -448,6 +457,8 @@ CASES: list[tuple[Callable[[ExecutionConfig], None], type[Exception], tuple[str,
      ("dead-code elimination", "sink_udf")),
     (reading_a_point_garbage_collection_freed, TensorNotAvailableError,
      ("t = 0", "enable_gc=False")),
+    (when_given_a_tensor_condition, errors.IndexExprError,
+     ("when()", "x > 0.5", "t < 5", "where(")),
     (bad_config_value, errors.ConfigError, ("tpu",)),
     (bad_config_value_in_replace, errors.ConfigError, ("inc_statify_block_size",)),
     (memory_cap_below_the_program_s_need, errors.TempoMemoryError,
