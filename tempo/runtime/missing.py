@@ -8,7 +8,7 @@ from typing import Any
 
 from tempo.core import naming, ops
 from tempo.core.configs import ExecutionConfig
-from tempo.core.errors import TempoError
+from tempo.core.errors import TempoError, user_site
 from tempo.core.sdg import SDG, TensorId
 
 
@@ -60,12 +60,13 @@ def no_value_error(sdg: SDG, cfg: ExecutionConfig, tid: TensorId, point: tuple,
 
 
 def bad_index_error(sdg: SDG, tid: TensorId, index: Any) -> TensorNotAvailableError:
-    """The error for an index that does not address the tensor's domain."""
+    """The error for an index that does not address the tensor's domain, at the user's
+    read (the mistake is the index, not the tensor's definition)."""
     op = sdg.ops[tid.op_id]
     dims = naming.domain_word(op.domain)
     return TensorNotAvailableError(
         f"index {index} does not fit {naming.tensor_label(sdg, tid)}: it needs one entry per "
-        f"dimension of its domain {dims} (ints, or slices to stack points)", site=op.site)
+        f"dimension of its domain {dims} (ints, or slices to stack points)", site=user_site())
 
 
 def out_of_range_error(sdg: SDG, tid: TensorId, var: str, point: int, extent: int,

@@ -236,6 +236,41 @@ def placeholder_over_a_foreign_symbol(cfg: ExecutionConfig) -> None:
         RT.placeholder((3,), domain=(z,))  # MISTAKE
 
 
+def llama_given_a_token_without_the_time_dim(cfg: ExecutionConfig) -> None:
+    from tempo.api.llm.models.llama import Llama, LlamaArgs
+
+    ctx, t, T = ctx1(cfg)
+    with ctx:
+        model = Llama(LlamaArgs(dim=8, n_heads=2, n_layers=1, vocab_size=11, multiple_of=4), t)
+        token = RT.const(1, dtype=dtypes.int64)  # one token for every t
+        model(token)  # MISTAKE
+
+
+def state_dict_key_that_is_missing(cfg: ExecutionConfig) -> None:
+    ctx, t, T = ctx1(cfg)
+    with ctx:
+        sd = {"w": torch.zeros(3)}
+        RT.init_from_statedict(sd, "b", shape=(3,), dtype=dtypes.float32)  # MISTAKE
+
+
+def reading_a_point_with_too_few_indices(cfg: ExecutionConfig) -> None:
+    ctx = TempoContext(cfg, num_dims=2, dim_names=("b", "t"))
+    ((b, B), (t, T)) = ctx.variables_and_bounds
+    with ctx:
+        x = RT.from_symbol(t) + RT.from_symbol(b)
+        x.sink_udf(lambda v: None)
+    exe = ctx.compile({B: 2, T: 3})
+    exe.execute()
+    exe.get_spatial_tensor_torch(x.tensor_id, (0,))  # MISTAKE
+
+
+def sum_over_dims_given_as_a_string(cfg: ExecutionConfig) -> None:
+    ctx, t, T = ctx1(cfg)
+    with ctx:
+        x = RT.ones((2, 3))
+        x.sum(dims="0")  # MISTAKE
+
+
 CASES: list[tuple[Callable[[ExecutionConfig], None], type[Exception], tuple[str, ...]]] = [
     (backward_when_nothing_requires_grad, GradientError,
      ("loss = (w * 2.0).sum()", "requires_grad=True")),
@@ -263,6 +298,11 @@ CASES: list[tuple[Callable[[ExecutionConfig], None], type[Exception], tuple[str,
     (when_given_an_integer, errors.IndexExprError, ("boolean",)),
     (sink_udf_given_a_value, errors.TempoError, ("needs a function", "NoneType")),
     (placeholder_over_a_foreign_symbol, errors.IndexExprError, ("(z)", "(t)")),
+    (llama_given_a_token_without_the_time_dim, errors.ShapeError, ("domain ()", "t")),
+    (state_dict_key_that_is_missing, errors.TempoError, ("'b'",)),
+    (reading_a_point_with_too_few_indices, errors.TempoError, ("(0,)", "(b, t)",
+                                                               "x = RT.from_symbol(t)")),
+    (sum_over_dims_given_as_a_string, errors.ShapeError, ("'0'",)),
 ]
 
 

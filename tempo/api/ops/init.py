@@ -115,11 +115,13 @@ def init_from_statedict(flat_state_dict: Mapping[str, Any],
     """A tensor read from `flat_state_dict[key]`; `key` may be a function of the symbol
     values (e.g. the layer index), making this a per-point source."""
     dom = _domain(domain)
+    site = user_site()  # a key missing at run time is this call's mistake
 
     def fetch(ts: dict) -> Any:
         k = key(ts) if callable(key) else key
         if k not in flat_state_dict:
-            raise TempoError(f"init_from_statedict: key {k!r} is not in the state dict")
+            raise TempoError(f"init_from_statedict: key {k!r} is not in the state dict",
+                             site=site)
         v = flat_state_dict[k]  # torch tensors stay on their device (no host round trip)
         return v.detach() if hasattr(v, "detach") else np.asarray(v)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +23,10 @@ def _dims(dims: int | Sequence[int] | None, of: int | RTBase | TensorSelf) -> tu
     if dims is None:
         return tuple(range(ndim))
     ds = [dims] if isinstance(dims, int) else list(dims)
+    if isinstance(dims, str) or not all(isinstance(d, numbers.Integral)
+                                        and not isinstance(d, bool) for d in ds):
+        raise ShapeError(f"dims must be an int or a tuple of ints, got {dims!r}",
+                         site=user_site())
     try:
         return tuple(sorted({ops.norm_dim(d, ndim) for d in ds}))
     except ShapeError as exc:

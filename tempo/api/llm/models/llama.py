@@ -24,6 +24,7 @@ from tempo.api.nn.norm import RMSNorm
 from tempo.api.nn.rope import RopeScalingParams, RotaryPositionalEmbeddings
 from tempo.api.nn.state_loader import StateDictLoader
 from tempo.core import index_expr as ie
+from tempo.core import naming
 from tempo.core.domain import Domain, DomainLike
 from tempo.core.dtype import DataTypeLike, dtypes
 from tempo.core.errors import DTypeError, ShapeError, TempoError, user_site
@@ -376,8 +377,9 @@ class Llama(Module):
         dom = tokens.unindexed_domain
         t, lv = self.temporal_dim, self.layer
         if not dom.has_dim(t):
-            raise ShapeError(f"Llama.forward: the tokens' domain {dom} lacks the temporal "
-                             f"dim {t}", site=user_site())
+            raise ShapeError(f"Llama.forward: the tokens have domain {naming.domain_word(dom)}, "
+                             f"without the temporal dim {t} (one token per point of {t})",
+                             site=user_site())
         emb = self.tok_embeddings(tokens)
         h = RT.placeholder(emb.shape, emb.dtype, domain=dom.append_dim(lv))
         hv = h.unindexed_domain.variables
