@@ -80,9 +80,10 @@ def compile_sdg(
 ) -> PythonExecutor:
     """An executor for the recorded graph (which is left untouched)."""
     check_supported(cfg, site)
-    backend = backend_for(cfg, site)  # a device it cannot have fails here, at the compile line
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
+    backend = backend_for(cfg, site)  # a device it cannot have fails here, at the compile line
+    timings["backend"] = (time.perf_counter() - t0) * 1e3  # jax's first import is ~2 s
     with CompileProgress(PROGRESS_AFTER_S) as progress:
         ints, endings = split_endings(sdg, bounds, site, cfg.default_dim_upper_bound_size)
         resolved = resolve_bounds(sdg, ints, site)
