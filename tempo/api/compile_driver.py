@@ -16,7 +16,7 @@ from typing import Any
 
 import tempo.prims  # noqa: F401 - registers every primitive's batching, cost and kernels
 from tempo.api.compile_progress import CompileProgress
-from tempo.compiler.bounds import resolve_bounds
+from tempo.compiler.bounds import check_spatial_slices, resolve_bounds
 from tempo.compiler.pipeline import run_pipeline
 from tempo.core import naming
 from tempo.core.config_support import check_supported
@@ -87,6 +87,7 @@ def compile_sdg(
     with CompileProgress(PROGRESS_AFTER_S) as progress:
         ints, endings = split_endings(sdg, bounds, site, cfg.default_dim_upper_bound_size)
         resolved = resolve_bounds(sdg, ints, site)
+        check_spatial_slices(sdg, resolved)
         progress.start("passes")
         if endings:  # the stop tensors are outputs: nothing may optimise them away
             sdg = sdg.copy()

@@ -393,6 +393,20 @@ def when_given_a_tensor_condition(cfg: ExecutionConfig) -> None:
             h[True] = x
 
 
+def spatial_slice_past_the_size(cfg: ExecutionConfig) -> None:
+    ctx, t, T = ctx1(cfg)
+    with ctx:
+        sink(RT.ones((3,))[1:5])  # MISTAKE
+
+
+def spatial_slice_by_a_bound_past_the_size(cfg: ExecutionConfig) -> None:
+    ctx, t, T = ctx1(cfg)
+    with ctx:
+        x = RT.ones((4,)) * 2.0
+        sink(x[0:T])  # MISTAKE
+    ctx.compile({T: 6}).execute()
+
+
 def bad_config_value(cfg: ExecutionConfig) -> None:
     ExecutionConfig(dev="tpu")  # MISTAKE
 
@@ -459,6 +473,9 @@ CASES: list[tuple[Callable[[ExecutionConfig], None], type[Exception], tuple[str,
      ("t = 0", "enable_gc=False")),
     (when_given_a_tensor_condition, errors.IndexExprError,
      ("when()", "x > 0.5", "t < 5", "where(")),
+    (spatial_slice_past_the_size, errors.ShapeError, ("1:5", "size 3")),
+    (spatial_slice_by_a_bound_past_the_size, errors.ShapeError,
+     ("x[0:T]", "0:6", "size 4", "T = 6")),
     (bad_config_value, errors.ConfigError, ("tpu",)),
     (bad_config_value_in_replace, errors.ConfigError, ("inc_statify_block_size",)),
     (memory_cap_below_the_program_s_need, errors.TempoMemoryError,

@@ -136,6 +136,11 @@ class MovementOps:
         ln = length.try_eval() if hasattr(length, "try_eval") else None
         st = ie.lift_to_int_ie(start)
         stv = st.try_eval()
+        n = self.shape[d]
+        if (isinstance(n, int) and isinstance(stv, int) and isinstance(ln, int)
+                and (stv < 0 or ln < 0 or stv + ln > n)):
+            raise ShapeError(f"slice {stv}:{stv + ln} of dim {d} of size {n}: the slice must "
+                             "lie within the dim", site=user_site())
         return record1(ops.SliceOp, [self], dim=d, start=stv if isinstance(stv, int) else st,
                        length=ln if isinstance(ln, int) else length)
 
