@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from tempo.compiler.passes.vectorize_contract import contract
 from tempo.compiler.passes.vectorize_plan import is_dim, plan
+from tempo.compiler.passes.vectorize_reach import reads_past_end
 from tempo.compiler.passes.vectorize_rewrite import vectorize
 from tempo.core.configs import ExecutionConfig
 from tempo.core.index_expr import Symbol
@@ -32,6 +33,8 @@ def run(sdg: SDG, cfg: ExecutionConfig) -> SDG:
             continue  # the iteration dim: see _iteration_dim
         size = sdg.bound_defs.get(d.as_bound())
         if isinstance(size, int) and not isinstance(size, bool) and size > 1:
+            if reads_past_end(sdg, d, size):
+                continue  # the loop form is an error the scheduler names (vectorize_reach)
             batched |= vectorize(sdg, plan(sdg, d, size, cfg), cfg.enable_dead_code_elim)
     contract(sdg, batched)
     return sdg
