@@ -16,8 +16,10 @@ from tempo.runtime.codegen_charges import Charges, fold, tighten
 from tempo.runtime.codegen_endings import (
     NOT_ENDED,
     Ending,
+    clamp_of,
     ended,
     find_ended_loops,
+    past_end_guards,
     stop_check,
 )
 from tempo.runtime.codegen_locals import (
@@ -94,6 +96,7 @@ class CodeGen:
         self.endings = {e.tensor.op_id: e for e in endings}
         self.ended_loops: dict[int, Ending] = {}  # id(Loop) -> the ending it stops at
         self.lag_guards: dict[int, tuple[str, str]] = {}  # id(Exec) -> (var, its point)
+        self.end_guards: dict[int, str] = {}  # id(Exec) -> `point < bound` (past_end_guards)
         self.kernel_ops = kernel_ops or {}
         self.blocked = blocked or {}
         self.steps = steps  # emit a generator yielding after each outer-loop iteration
@@ -239,16 +242,19 @@ class CodeGen:
                 not (ind == 1 and (self.tick or self.steps)) and self.loops.emit(node, ind):
             pass  # lowered (where the body allows) to compiled loops
         elif isinstance(node, Loop) and not (ind == 1 and (self.tick or self.steps)) and \
-                id(node) not in self.ended_loops and emit_runs(self, node, ind):
+                id(node) not in self.ended_loops and clamp_of(self, node) is None \
+                and emit_runs(self, node, ind):
             pass  # as runs of iterations with their conditions decided (loops_split.py)
         elif isinstance(node, Loop):
             step = f", {node.step}" if node.step != 1 else ""
             end = self.ended_loops.get(id(node))
+            clamp = clamp_of(self, node)
+            hi = node.hi if clamp is None else f"min({node.hi}, {clamp})"
             if end is not None:  # (re)entering: the bound is the maximum until a stop
                 self.lines.append(f"{pad}{end.bound} = {end.maximum}")
                 self.lines.append(f"{pad}ENDS[{end.var!r}] = {NOT_ENDED}")
             self.inv.open(node.counter, len(self.lines))
-            self.lines.append(f"{pad}for {node.counter} in range({node.lo}, {node.hi}{step}):")
+            self.lines.append(f"{pad}for {node.counter} in range({node.lo}, {hi}{step}):")
             if end is not None:
                 self.lines.append(f"{pad}    if {node.counter} >= ENDS[{end.var!r}]:")
                 self.lines.append(f"{pad}        break")
@@ -285,6 +291,9 @@ class CodeGen:
             guard = self.lag_guards.get(id(node))
             if guard is not None:  # a point past a lagged stop: skipped (guard_lagged)
                 self.lines.append(f"{pad}if {guard[1]} < ENDS[{guard[0]!r}]:")
+                pad += "    "
+            if id(node) in self.end_guards:  # past the real extent of an ended dimension
+                self.lines.append(f"{pad}if {self.end_guards[id(node)]}:")
                 pad += "    "
             self.exec_(node, pad)
             if node.op_id in self.endings:
@@ -518,6 +527,7 @@ def generate(
     moving = {e.bound for e in endings}  # (these change at run time)
     gen.env = {**PY_GLOBALS, **{k: v for k, v in bounds.items() if k not in moving}}
     find_ended_loops(gen, tree)
+    past_end_guards(gen, tree)
     lost = [e for e in endings if e not in gen.ended_loops.values()]
     if lost:
         raise UnsupportedError(f"the stop condition of dimension {lost[0].var} is never "

@@ -310,3 +310,45 @@ def stop_check(gen: CodeGen, node: Exec, pad: str) -> None:
     gen.lines.append(f"{pad}if ended({val}):")
     gen.lines.append(f"{pad}    ENDS[{end.var!r}] = min(ENDS[{end.var!r}], "
                       f"{names[end.var]} + 1)")
+
+
+def past_end_guards(gen: CodeGen, node: Node, inside: frozenset[str] = frozenset()) -> None:
+    """Guard the ops over an ended dimension that run outside the loop ending it (a nest
+    over (b, t) after the loop over t that tests the stop): the schedule bounds their
+    loops by the maximum, so each point runs only below the dimension's real extent
+    (`gen.end_guards`: id(Exec) -> `point < bound`; the bound is the maximum until the
+    loop ends it). `inside`: the dimensions whose ended loop holds `node`."""
+    if isinstance(node, Seq):
+        for c in node.children:
+            past_end_guards(gen, c, inside)
+    elif isinstance(node, (Loop, While)):
+        end = gen.ended_loops.get(id(node))
+        if end is None and isinstance(node, Loop) and clamp_of(gen, node) is not None:
+            inside = inside | {node.counter}  # the loop stops at the extent itself
+        past_end_guards(gen, node.body, inside | {end.var} if end is not None else inside)
+    elif isinstance(node, If):
+        past_end_guards(gen, node.then, inside)
+        if node.else_ is not None:
+            past_end_guards(gen, node.else_, inside)
+    elif isinstance(node, Exec):
+        op = gen.sdg.ops[node.op_id]
+        names = gen._names(op, node.point)
+        conds = [f"{names[e.var]} < {e.bound}" for e in gen.endings.values()
+                 if e.var not in inside and e.var in names]
+        if conds:
+            gen.end_guards[id(node)] = " and ".join(conds)
+
+
+def clamp_of(gen: CodeGen, loop: Loop) -> str | None:
+    """The bound that ends a loop over an ended dimension outside its ending loop, when
+    every op in it runs at the counter's own point along that dimension (the loop then
+    stops at the real extent instead of testing each point); else None."""
+    if loop.step != 1 or id(loop) in gen.ended_loops:
+        return None
+    for end in gen.endings.values():
+        if end.var != loop.counter:
+            continue
+        points = [gen._names(gen.sdg.ops[x.op_id], x.point).get(end.var) for x in execs(loop)]
+        if points and all(p is None or counter_lag(p, loop.counter) == 0 for p in points):
+            return end.bound
+    return None

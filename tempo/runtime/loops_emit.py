@@ -19,6 +19,7 @@ from tempo.core.dtype import DataType
 from tempo.core.index_expr import PY_GLOBALS
 from tempo.core.sdg import Edge, TensorId
 from tempo.runtime.backends.common import NP_OF
+from tempo.runtime.codegen_endings import clamp_of
 from tempo.runtime.loops import Item, LoopAnalysis, Read, Reject, Segment
 from tempo.runtime.loops_nest import analyse
 from tempo.runtime.stores import TrackedStore
@@ -83,8 +84,10 @@ class LoopLowering:
     def emit(self, loop: Loop, ind: int) -> bool:
         """Emit `loop` with its planned segments as scans (False: emit it as usual)."""
         gen = self.gen
-        if id(loop) in self.plain or id(loop) in gen.ended_loops:
-            return False
+        if id(loop) in self.plain or id(loop) in gen.ended_loops or any(
+                id(n) in gen.end_guards or isinstance(n, Loop) and clamp_of(gen, n)
+                for n in [loop, *walk(loop.body)]):
+            return False  # (an ended dimension's real extent is known only at run time)
         inner = walk(loop.body)
         if any(isinstance(n, Loop) for n in inner) and \
                 not any(isinstance(n, While) for n in inner):
