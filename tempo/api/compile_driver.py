@@ -29,6 +29,7 @@ from tempo.runtime.backend_registry import backend_for
 from tempo.runtime.codegen_endings import Ending
 from tempo.runtime.executor.executor import PythonExecutor
 from tempo.schedule.scheduler import compute_schedule
+from tempo.schedule.stop_order import with_stop_order
 
 PROGRESS_AFTER_S = 2.0
 
@@ -108,7 +109,8 @@ def compile_sdg(
         stored = _collected(graph, cfg)
         progress.start(f"scheduling {len(graph.ops)} ops (isl)")
         t = time.perf_counter()
-        sched = compute_schedule(graph, resolved, stored)
+        order = with_stop_order(graph, [(e.tensor, e.var) for e in endings])
+        sched = compute_schedule(order, resolved, stored)
         timings.update(sched.timings_ms)
         progress.done("schedule", (time.perf_counter() - t) * 1e3, _isl_note(sched.timings_ms))
         progress.start("code generation")

@@ -79,3 +79,41 @@ def test_sinks_over_an_ended_dim_in_another_nest_see_the_computed_points(
         for i, k, v in seen["points"]:
             np.testing.assert_array_equal(v, _x(i, k) * 2.0)
         assert exe.dimension_extents() == {t.name: n}
+
+
+def _acc(i: int, k: int) -> float:
+    """acc[i, 0] = i, acc[i, t + 1] = acc * 2 + 1, in numpy's float32."""
+    v = np.float32(i)
+    for _ in range(k):
+        v = np.float32(v * np.float32(2.0) + np.float32(1.0))
+    return float(v)
+
+
+@pytest.mark.parametrize("stop", ["t_only", "per_i"])
+@pytest.mark.parametrize(("backend", "on"), CONFIGS)
+def test_work_that_never_reads_the_stop_runs_only_at_existing_points(
+        backend: str, on: bool, stop: str) -> None:
+    """accept4 a16: the stop depends on symbols only and nothing reads it, so nothing
+    ordered the work at t after the stop test at t - 1: a per-point sink was called at
+    every point up to the maximum (1500 times for 12 points), or read a point of the
+    (t,) nest that was never made. Episode i has points t = 0..2 (`t >= 2`) or 0..i+2
+    (`t - i >= 2`: the stop is per episode)."""
+    ctx = TempoContext(config(backend, on), dim_names=("i", "t"))
+    (i, I_), (t, T) = ctx.variables_and_bounds
+    log: list[tuple[int, int, float]] = []
+    with ctx:
+        ti = RT.from_symbol(t) - (RT.from_symbol(i) if stop == "per_i" else 0)
+        done = ti >= 2
+        acc = RT.placeholder((), dtypes.float32, domain=(i, t))
+        acc[i, 0] = RT.from_symbol(i).cast(dtypes.float32)
+        acc[i, t + 1] = acc * 2.0 + 1.0
+        acc.sink_with_ts_udf(lambda v, ts: log.append((ts[i], ts[t], float(np.asarray(v)))))
+    exe = ctx.compile({I_: 3, T: done})
+    for _ in range(2):
+        log.clear()
+        exe.execute()
+        last = {k: 2 + (k if stop == "per_i" else 0) for k in range(3)}
+        assert sorted((a, b) for a, b, _ in log) == \
+            [(k, n) for k in range(3) for n in range(last[k] + 1)]
+        for a, b, v in log:
+            assert v == _acc(a, b), (a, b, v)
