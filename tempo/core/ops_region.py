@@ -24,10 +24,11 @@ REGION_INPUT = -1
 LINEAR_ROWS = "fold:linear_rows"
 """Tag of a region member `matmul(x, w) + b` add whose static shapes the grouping pass
 checked (`tempo.compiler.passes.grouping_folds`): `w` a matrix (K, N), `b` a bias row (N,)
-and `x` a matrix (M, K), all of one float dtype; a backend may run the pair as one call
-(torch's addmm: `tempo.runtime.region_folds`)."""
+or a matrix (M, N), and `x` a matrix (M, K), all of one float dtype; a backend may run the
+pair as one call (torch's addmm: `tempo.runtime.region_folds`)."""
 LINEAR_BATCH = "fold:linear_batch"
-"""As LINEAR_ROWS with `x` a batch of rows (..., M, K) (torch's F.linear)."""
+"""As LINEAR_ROWS with `x` a batch of rows (..., M, K) and `b` a bias row (torch's
+F.linear)."""
 FOLD_TAGS = frozenset({LINEAR_ROWS, LINEAR_BATCH})
 """Tags that change how a region body is lowered: part of its structure (cache) key."""
 

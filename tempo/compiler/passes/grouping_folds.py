@@ -3,7 +3,8 @@ backend call, recorded as tags on the region's members (`tempo.core.ops_region`)
 shapes and dtypes are known here, not where the region's body is lowered, and checking
 them at every call would cost more than the fold saves (a few us of Python per check on
 this CPU). The SDG and every rule stay as they are: a tag only says that the pair
-`matmul(x, w) + b` is a linear map with a bias row (`LINEAR_ROWS`, `LINEAR_BATCH`)."""
+`matmul(x, w) + b` is a linear map with a bias row (`LINEAR_ROWS`, `LINEAR_BATCH`) or,
+for a matrix `x`, plus a matrix of its output's shape (`LINEAR_ROWS`)."""
 
 from __future__ import annotations
 
@@ -42,7 +43,9 @@ def _static(sdg: SDG, e: Edge) -> tuple[int, ...] | None:
 def linear_tag(sdg: SDG, add: int, position: dict[int, int]) -> str | None:
     """LINEAR_ROWS / LINEAR_BATCH when op `add` is `matmul(x, w) + b` (either order) with a
     matmul of the same region read at the same point, `w` (K, N), `b` (N,), `x` (..., K)
-    of rank >= 2, one float dtype for all; else None."""
+    of rank >= 2, one float dtype for all; LINEAR_ROWS also for `x` (M, K) and `b` (M, N),
+    a residual added to a projection (the GPT-2 core's `x + a @ W_O`): addmm adds any
+    (M, N) matrix; else None."""
     op = sdg.ops[add]
     if not (isinstance(op, ops.BinaryOp) and op.fn == "add"):
         return None
@@ -59,7 +62,10 @@ def linear_tag(sdg: SDG, add: int, position: dict[int, int]) -> str | None:
         x, w, b = _static(sdg, x_e), _static(sdg, w_e), _static(sdg, bias)
         types = {sdg.tensors[t.src].dtype for t in (x_e, w_e, bias)}
         if (x is None or w is None or b is None or len(w) != 2 or len(x) < 2
-                or b != (w[1],) or len(types) != 1 or not dtypes.is_float(types.pop())):
+                or len(types) != 1 or not dtypes.is_float(types.pop())):
             continue
-        return LINEAR_ROWS if len(x) == 2 else LINEAR_BATCH
+        if b == (w[1],):
+            return LINEAR_ROWS if len(x) == 2 else LINEAR_BATCH
+        if len(x) == 2 and b == (x[0], w[1]):  # a residual: addmm's input is any (M, N)
+            return LINEAR_ROWS
     return None
