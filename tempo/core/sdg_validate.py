@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 from tempo.core import ops
 from tempo.core.errors import TempoError
@@ -115,11 +116,17 @@ def _check_shapes(sdg: SDG, op: ops.Op, out: list[str]) -> None:
                            f"{op.shape} {op.dtype}")
         return
     params = {f.name: getattr(op, f.name) for f in dataclasses.fields(op)}
+    # shape parameters (an expand's target) resolve as the inputs do: a recorded (B, T)
+    # target of a static (1, 10) input is sound when T is 10 in this compilation
+    resolved: dict[str, Any] = {k: _at_bounds(v, bounds) for k, v in params.items()
+                if isinstance(v, Shape) and not v.is_static()}
+    params.update(resolved)
+    rule = dataclasses.replace(op, **resolved) if resolved else op
     if op.input_dtypes(dts, **params) != dts:
         out.append(f"{op!r} reads {[str(d) for d in dts]}; its kernels take "
                    f"{[str(d) for d in op.input_dtypes(dts, **params)]} (a cast is missing)")
     try:
-        want_shapes, want_dts = op.infer(shapes, dts)
+        want_shapes, want_dts = rule.infer(shapes, dts)
     except (TempoError, ValueError, TypeError, IndexError) as exc:
         out.append(f"{op!r} no longer fits its inputs {shapes} {dts}: {exc}")
         return

@@ -4,6 +4,8 @@ bootstrapped form and TD residual, and GAE at λ ∈ {0, 0.95, 1}, over the true
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -45,9 +47,11 @@ def _np_gae(r: np.ndarray, v: np.ndarray, T: int, g: float, lam: float) -> np.nd
     return adv
 
 
-def _run(build, backend: str, window: int | None) -> np.ndarray:  # type: ignore[no-untyped-def]
+def _run(build, backend: str, window: int | None,  # type: ignore[no-untyped-def]
+         cfg: ExecutionConfig | None = None) -> np.ndarray:
     r_np, v_np = _data()
-    ctx = TempoContext(ExecutionConfig(dev="cpu", backend=backend, path=""), num_dims=2)
+    cfg = cfg or ExecutionConfig(dev="cpu", backend=backend, path="")
+    ctx = TempoContext(cfg, num_dims=2)
     (b, Bs), (t, Ts) = ctx.variables_and_bounds
     out: list = []
     with ctx:
@@ -102,3 +106,14 @@ def test_gae_on_other_backends(backend: str) -> None:
     r, v = _data()
     got = _run(lambda r_, v_, t, T_: rl.gae(r_, v_, t, T_, GAMMA, 0.95), backend, None)
     np.testing.assert_allclose(got, _np_gae(r, v, TT, GAMMA, 0.95), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("lam", [0.0, 0.95])
+def test_gae_with_the_pipeline_validated(lam: float) -> None:
+    """test_cfg validates the recorded graph: gae's expand of a static (1, T) row to the
+    bound-shaped (B, T) it was recorded with is sound once T is known (was a
+    PassValidationError, acceptance accept4 a10)."""
+    r, v = _data()
+    cfg = dataclasses.replace(ExecutionConfig.test_cfg(), path="", validate_pipeline_stages=True)
+    got = _run(lambda r_, v_, t, T_: rl.gae(r_, v_, t, T_, GAMMA, lam), "torch", None, cfg)
+    np.testing.assert_allclose(got, _np_gae(r, v, TT, GAMMA, lam), rtol=1e-5, atol=1e-5)
