@@ -13,6 +13,7 @@ import select
 import signal
 import threading
 import warnings
+from collections.abc import Callable
 
 import islpy as isl
 
@@ -28,11 +29,18 @@ def compute_schedule(sc: isl.ScheduleConstraints) -> isl.Schedule:
     if not hasattr(os, "fork"):  # no fork (Windows): schedule in-process
         return _schedule_text(text, sc.get_ctx())
     r, w = os.pipe()
-    with warnings.catch_warnings():
-        # The worker only runs isl (C, its own allocations): the threads of torch/JAX in
-        # this process never run in it, which is what the fork warning is about.
-        warnings.simplefilter("ignore", RuntimeWarning)
-        pid = os.fork()
+    held: list[int] = []
+    restore = _hold_sigint(held)
+    pid = -1
+    try:
+        with warnings.catch_warnings():
+            # The worker only runs isl (C, its own allocations): the threads of torch/JAX
+            # in this process never run in it, which is what the fork warning is about.
+            warnings.simplefilter("ignore", RuntimeWarning)
+            pid = os.fork()
+    finally:
+        if pid != 0:  # (the worker resets SIGINT itself)
+            restore()
     if pid == 0:  # the worker: schedule, write the result, exit without cleanup
         os.close(r)
         signal.signal(signal.SIGINT, signal.SIG_DFL)
@@ -47,6 +55,8 @@ def compute_schedule(sc: isl.ScheduleConstraints) -> isl.Schedule:
     os.close(w)
     chunks: list[bytes] = []
     try:
+        if held:  # Ctrl-C came during the fork: the user's handler gets it now
+            signal.raise_signal(signal.SIGINT)
         while True:
             ready, _, _ = select.select([r], [], [], 0.1)
             if not ready:
@@ -74,6 +84,23 @@ def compute_schedule(sc: isl.ScheduleConstraints) -> isl.Schedule:
     if not payload.startswith(b"OK"):
         raise IslScheduleError(payload[2:].decode(errors="replace") or "isl worker died")
     return isl.Schedule.read_from_str(sc.get_ctx(), payload[2:].decode())
+
+
+def _hold_sigint(held: list[int]) -> Callable[[], None]:
+    """Until the returned function is called, a SIGINT is recorded in `held` instead of
+    raised: raised during `os.fork`, KeyboardInterrupt lands in an at-fork handler
+    (logging's), which swallows it, and the parent then waits for the whole isl
+    computation (seen under load). Only the main thread can set handlers; elsewhere
+    nothing is held."""
+    previous = signal.getsignal(signal.SIGINT)
+    if threading.current_thread() is not threading.main_thread() or previous is None:
+        return lambda: None
+    signal.signal(signal.SIGINT, lambda *_: held.append(signal.SIGINT))
+
+    def restore() -> None:
+        signal.signal(signal.SIGINT, previous)
+
+    return restore
 
 
 def _reap(pid: int) -> None:

@@ -62,3 +62,42 @@ def test_worker_reports_an_impossible_schedule() -> None:
     sc = sc.set_validity(isl.UnionMap("{ A[] -> B[]; B[] -> A[] }"))
     with pytest.raises(isl_worker.IslScheduleError):
         isl_worker.compute_schedule(sc)
+
+
+_FIRE_IN_FORK: list[bool] = []
+
+
+def _sigint_before_fork() -> None:
+    """An at-fork hook that is Ctrl-C'd: Python ignores a hook's exception, as it did
+    logging's when a real SIGINT landed during the fork under load."""
+    if _FIRE_IN_FORK:
+        _FIRE_IN_FORK.clear()
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.01)  # the handler runs here, inside the hook
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(before=_sigint_before_fork)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="the isl worker needs fork")
+def test_sigint_during_the_fork_is_not_swallowed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C arriving during the worker's fork still raises within 2 s (it was swallowed
+    by the at-fork handler and the parent waited out the whole isl computation)."""
+    started: list[float] = []
+    original = isl_worker.compute_schedule
+
+    def interrupted(sc: isl.ScheduleConstraints) -> isl.Schedule:
+        started.append(time.perf_counter())
+        _FIRE_IN_FORK.append(True)
+        return original(sc)
+
+    monkeypatch.setattr(scheduler, "FORCE_ISL", True)
+    monkeypatch.setattr(isl_worker, "compute_schedule", interrupted)
+    prog = mlp_adam(16)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            prog.ctx.compile(prog.bounds)
+    finally:
+        _FIRE_IN_FORK.clear()
+    assert started and time.perf_counter() - started[0] < 2.0
