@@ -220,14 +220,17 @@ def _batch_index_select(op: ops.IndexSelectOp, batched: list[bool], shapes: list
     if not batched[0] and op.dim == 0 and len(shapes[1]) == 0:
         # one row of a fixed tensor per point (x[t], an unbatched value read at a symbol):
         # the D points' rows are index_select with the (D,) index, in point order
-        return same(op, 2)
+        return Batching(op, (None, None), addresses=(1,))
     return None  # a batched index into batched rows is a gather, not an index_select
 
 
 def _batch_all_inputs(op: Any, batched: list[bool], shapes: list[Any], D: int,
                       d: str) -> Batching | None:
-    """gather / scatter_add: every input batched (an unbatched index would need a copy)."""
-    return same(replace(op, dim=op.dim + 1), len(shapes)) if all(batched) else None
+    """gather / scatter_add: every input batched (an unbatched index would need a copy);
+    the index is input 1 of both."""
+    if not all(batched):
+        return None
+    return Batching(replace(op, dim=op.dim + 1), (None,) * len(shapes), addresses=(1,))
 
 
 def _batch_index_add(op: ops.IndexAddOp, batched: list[bool], shapes: list[Any], D: int,

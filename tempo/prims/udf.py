@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from tempo.api.autodiff.grad_rules import NOT_DIFFERENTIABLE
 from tempo.compiler.op_rules import NO_BATCHING, copies
-from tempo.compiler.passes.vectorize_rules import Batching, same
+from tempo.compiler.passes.vectorize_rules import Batching
 from tempo.core import ops
 from tempo.prims.define import primitive
 
@@ -80,8 +80,8 @@ def _batch_udf_source(op: ops.UDFSourceOp, batched: list[bool], shapes: list[Any
     fn = _vectorised_fn(op, D, d)
     if fn is None:
         return None
-    return same(replace(op, fn=fn, shape=op.shape.prepend_dim(D),
-                        lazy_vectorized_version=None), 0)
+    return Batching(replace(op, fn=fn, shape=op.shape.prepend_dim(D),
+                            lazy_vectorized_version=None), (), exact_points=True)
 
 def _batch_map_udf(op: ops.MapUDFOp, batched: list[bool], shapes: list[Any], D: int,
                    d: str) -> Batching | None:
@@ -91,7 +91,8 @@ def _batch_map_udf(op: ops.MapUDFOp, batched: list[bool], shapes: list[Any], D: 
     if fn is None:
         return None
     return Batching(replace(op, fn=fn, shape=op.shape.prepend_dim(D),
-                            lazy_vectorized_version=None), (None,) * len(batched), expand=True)
+                            lazy_vectorized_version=None), (None,) * len(batched), expand=True,
+                    exact_points=True)
 
 
 primitive(ops.UDFSourceOp, grad=NOT_DIFFERENTIABLE, batching=_batch_udf_source, cost=copies,

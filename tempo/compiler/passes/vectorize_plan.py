@@ -13,6 +13,12 @@ An op can run once over all `D` points of `d` when:
   A component is batched whole or not at all: half a cycle batched and half looping would
   need all `D` points of each half before the other at the same point of the cycle.
 
+A batched op runs at all `D` points, where the loop runs an op that only feeds
+recurrence branches only where a branch takes it (`vectorize_points`): an index there
+(`tok[t < P] = prompt.index(0, t)`) is masked to 0 at the other points, a user function
+(`Batching.exact_points`) keeps its loop, and an op that keeps its loop on part of `d` is
+not gathered over all of it.
+
 An op that keeps a small part of each point of a producer that keeps its loop (the reward
 column of an env step's packed output) stays in the loop when the producer's points, or
 all `D` of them, are large (`TUNING.gather_point_bytes`, `TUNING.gather_bytes`): batched, it would
@@ -29,8 +35,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from tempo.compiler.passes.accumulate import keeps_loop
 from tempo.compiler.passes.vectorize_pieces import Pieces, plan_pieces
+from tempo.compiler.passes.vectorize_points import LoopPoints
 from tempo.compiler.passes.vectorize_rules import Batching, batch_op
 from tempo.core import ops
 from tempo.core.configs import TUNING, ExecutionConfig
@@ -54,6 +63,9 @@ class Plan:
     batchings: dict[int, Batching] = field(default_factory=dict)
     pieces: dict[int, Pieces] = field(default_factory=dict)
     reads: dict[int, list[Read]] = field(default_factory=dict)
+    masks: dict[int, np.ndarray] = field(default_factory=dict)
+    """Batched ops the loop runs at some points of `d` only (`vectorize_points`): the
+    points it runs them at; their `addresses` inputs are masked to 0 elsewhere."""
 
     @property
     def members(self) -> set[int]:
@@ -198,9 +210,38 @@ def plan(sdg: SDG, d: Symbol, size: int, cfg: ExecutionConfig) -> Plan:
             continue  # batched whole or not at all
         found.update({i: c for i, c in got.items() if c is not None})
         scc_of.update({i: scc for i in scc} if cyclic else {})
+    points = LoopPoints(sdg, d, size)
+    masks = _keep_loop_points(sdg, points, found, scc_of)
     _drop_shrinking_gathers(sdg, d, size, found, scc_of)
-    _drop_partial_gathers(sdg, d, size, over, found, scc_of)
-    return _groups(sdg, d, size, found, cfg)
+    _drop_partial_gathers(sdg, d, size, over, found, scc_of, points)
+    out = _groups(sdg, d, size, found, cfg)
+    out.masks = {i: m for i, m in masks.items() if i in out.batchings}
+    return out
+
+
+def _keep_loop_points(sdg: SDG, points: LoopPoints,
+                      found: dict[int, tuple[Batching, Pieces | None, list[Read]]],
+                      scc_of: dict[int, list[int]]) -> dict[int, np.ndarray]:
+    """Candidates that can fail at points where the loop does not run them (an index,
+    a user function: `Batching.addresses`, `exact_points`) and that the loop runs at
+    some points of `d` only: an index is masked at the others (returned: the points
+    it runs at); a user function, or an op whose points are not known, keeps its loop."""
+    masks: dict[int, np.ndarray] = {}
+    for i in list(found):
+        if i not in found:
+            continue
+        b = found[i][0]
+        if not (b.addresses or b.exact_points):
+            continue
+        at = points.points(i)
+        if at is not None and at.all():
+            continue
+        if at is None or b.exact_points or not at.any():
+            for j in scc_of.get(i, [i]):
+                found.pop(j, None)
+        else:
+            masks[i] = at
+    return masks
 
 
 def _nbytes(shape: Shape, dtype: DataType) -> int | None:
@@ -271,14 +312,24 @@ def _window_in_range(sdg: SDG, m: Slice, d: Symbol, size: int) -> bool:
 
 def _drop_partial_gathers(sdg: SDG, d: Symbol, size: int, over: list[int],
                           found: dict[int, tuple[Batching, Pieces | None, list[Read]]],
-                          scc_of: dict[int, list[int]]) -> None:
+                          scc_of: dict[int, list[int]], points: LoopPoints) -> None:
     """A batched op gathers the points of a looping producer over all of `d` (or a shifted
     range): that producer must exist there, so a producer that may run on part of `d`
-    only must be batched too (its batched twin computes every point), or its readers
-    keep their loop."""
+    only (its reads leave `d`, or it feeds only recurrence branches taken at some points:
+    `vectorize_points`) must be batched too (its batched twin computes every point), or
+    its readers keep their loop."""
     partial = _partial(sdg, d, size, over)
-    if not partial:
-        return
+
+    def part(s: int, r: Read) -> bool:
+        if s in partial:
+            return True
+        if not points.restricted(s):
+            return False
+        at = points.points(s)  # the gathered span must be computed by the loop
+        lo, hi = ((max(0, r.c), size + min(0, r.c)) if r.kind == "shift" else
+                  (min(r.where), max(r.where) + 1) if r.kind == "table" else (0, size))
+        return at is None or not bool(at[lo:hi].all())
+
     changed = True
     while changed:
         changed = False
@@ -289,7 +340,8 @@ def _drop_partial_gathers(sdg: SDG, d: Symbol, size: int, over: list[int],
             if pieces is not None:
                 continue  # pieces read exactly the points the loop reads
             for e, r in zip(sdg.in_edges[i], reads):
-                if r.batched and e.src.op_id in partial and e.src.op_id not in found:
+                if r.batched and e.src.op_id not in found and d in sdg.ops[e.src.op_id].domain \
+                        and part(e.src.op_id, r):
                     for j in scc_of.get(i, [i]):
                         found.pop(j, None)
                     changed = True

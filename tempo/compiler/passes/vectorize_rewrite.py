@@ -99,6 +99,9 @@ class _Rewriter:
                 edges = [self._piece(i, p) for p in self.plan.pieces[i]]
             else:
                 edges = [self._in(i, k, e) for k, e in enumerate(sdg.in_edges[i])]
+                if i in self.plan.masks:
+                    for k in self.plan.batchings[i].addresses:
+                        edges[k] = self._mask(edges[k], self.plan.masks[i])
             sdg.set_in_edges(self.twin[i], edges)
         for i in members:
             self._outside_readers(i)
@@ -172,6 +175,21 @@ class _Rewriter:
         self.sdg.add_edge(probe)
         self.sdg.add_edge(Edge(op.op_id, 1, idx, IndexSequence(()), None, e.site))
         return Edge(e.sink, e.sink_in, TensorId(op.op_id, 0), domain.basis_expr, None, e.site)
+
+    def _mask(self, e: Edge, at: np.ndarray) -> Edge:
+        """Route the batched index read `e` through `where(at, index, 0)`: at the points
+        the loop would not run its reader (`at` false) the index is 0, in range."""
+        shape = self.sdg.read_shape(e)
+        dt = self.sdg.tensors[e.src].dtype
+        assert e.cond is None and len(shape) >= 1, "a masked index is a plain batched read"
+        domain = self.sdg.ops[e.sink].domain
+        mask = self._new(ops.ConstOp, Domain.empty(), [], dtype=dtypes.bool_,
+                         value=at.reshape((self.D,) + (1,) * (len(shape) - 1)))
+        zero = self._new(ops.ConstOp, Domain.empty(), [], dtype=dt,
+                         value=np.zeros((), dtype=dtypes.to_np(dt)))
+        tid = self._new(ops.WhereOp, domain, [(mask, IndexSequence(())), (e.src, e.expr),
+                                              (zero, IndexSequence(()))])
+        return Edge(e.sink, e.sink_in, tid, domain.basis_expr, None, e.site)
 
     def _reshaped(self, e: Edge, shape: Shape | None, domain: Domain) -> Edge:
         return e if shape is None else self._adapt(e, domain, ops.ReshapeOp, shape=shape)

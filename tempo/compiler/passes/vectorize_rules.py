@@ -29,11 +29,20 @@ from tempo.core.shape import Shape
 class Batching:
     """The batched form of one op: the op and, per input, a reshape target or None
     (`expand`: unbatched inputs are broadcast to `(D, *shape)` first, for ops that need
-    every input batched, such as recurrences)."""
+    every input batched, such as recurrences).
+
+    The batched op runs at all `D` points, where the loop may run the op at some only
+    (the branch of a recurrence taken at `t < P`): `addresses` are the batched inputs
+    that address another input (an index: out of range at a point the loop never ran,
+    the kernel fails or, on jax, clamps), which the pass masks to 0 at such points;
+    `exact_points` marks an op that must run at exactly the loop's points (a user
+    function, which may fail or act elsewhere), batched only where that is all of `d`."""
 
     op: ops.Op
     reshapes: tuple[Shape | None, ...]
     expand: bool = False
+    addresses: tuple[int, ...] = ()
+    exact_points: bool = False
 
 
 def lead(D: int, shape: Shape, rank: int) -> Shape:
