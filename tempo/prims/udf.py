@@ -2,7 +2,11 @@
 declared shape and dtype) and sink_udf (consumes tensors).
 
 A UDF's result (a torch tensor, numpy array or Python value) becomes a tensor of the
-declared dtype on the backend's device. No gradient flows through a user function.
+declared dtype on the backend's device, in memory Tempo owns: a result that is a view of
+the user's array (`lambda ts: data[ts[t]]`) is copied when the conversion did not copy it,
+else the stored point aliases `data` (a later write to `data` changes it, and the memory
+accountant charges a numpy view as the whole of `data`: a `(T, N)` array once per live
+point). No gradient flows through a user function.
 """
 
 from __future__ import annotations
@@ -31,9 +35,20 @@ def _torch_udf(op: ops.UDFSourceOp | ops.MapUDFOp, be: Any) -> Kernel:
     dt, dev, fn = be.dtype(op.dtype), be.device, op.fn
 
     def source(*args: Any) -> torch.Tensor:
-        return torch.as_tensor(fn(*args), device=dev).to(dt)
+        r = fn(*args)
+        out = torch.as_tensor(r, device=dev).to(dt)
+        return out.clone() if _is_view(r) and out.data_ptr() == _data_ptr(r) else out
 
     return source
+
+
+def _is_view(r: Any) -> bool:
+    """Whether `r` is a numpy or torch view of another array (memory the user holds)."""
+    return getattr(r, "base", None) is not None or getattr(r, "_base", None) is not None
+
+
+def _data_ptr(r: Any) -> int:
+    return r.data_ptr() if hasattr(r, "data_ptr") else r.__array_interface__["data"][0]
 
 
 def _as_jax(r: Any, dt: Any, dev: Any) -> Any:
@@ -47,7 +62,8 @@ def _as_jax(r: Any, dt: Any, dev: Any) -> Any:
         r = jnp.from_dlpack(r.detach().contiguous())
     if isinstance(r, jax.Array):
         return jax.device_put(r if r.dtype == dt else r.astype(dt), dev)
-    return jax.device_put(np.asarray(r, dtype=dt), dev)
+    r = np.asarray(r, dtype=dt)  # (jax on the CPU may keep a numpy view's memory)
+    return jax.device_put(np.array(r) if r.base is not None else r, dev)
 
 
 def _jax_udf(op: ops.UDFSourceOp | ops.MapUDFOp, be: Any) -> Kernel:
@@ -56,10 +72,17 @@ def _jax_udf(op: ops.UDFSourceOp | ops.MapUDFOp, be: Any) -> Kernel:
 
 
 def _np_udf(op: ops.UDFSourceOp | ops.MapUDFOp, be: Any) -> Kernel:
+    import numpy as np
+
     from tempo.runtime.backends.numpy import user_array
 
     dt, fn = be.dtype(op.dtype), op.fn
-    return lambda *args: user_array(fn(*args), dt)
+
+    def source(*args: Any) -> Any:
+        r = user_array(fn(*args), dt)
+        return np.array(r) if r.base is not None else r
+
+    return source
 
 
 def _vectorised_fn(op: ops.UDFSourceOp | ops.MapUDFOp, D: int, d: str) -> Any:
