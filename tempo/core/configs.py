@@ -335,6 +335,15 @@ class Tuning:
     beside each other. Chosen, not measured: a 32nd leaves room for a few tensors' fetched
     blocks; smaller blocks mean more swap calls per range read."""
 
+    vec_cap_share: float = 0.5
+    """Under device_memory_cap_bytes, a vectorised group may hold at most this share of
+    the cap over all D points of its dim (compiler/passes/vectorize_plan.py
+    `_held_bytes`): the gathered points of looping producers, the batched results that
+    looping readers take apart, and the largest member's batched inputs and outputs, of
+    which the loop holds one point (or one window) at a time. The rest of the cap is for
+    what the program keeps alive anyway (weights, the loop's own points), which the pass
+    does not know. Chosen, not measured."""
+
     fold_limit_bytes: int = 1 << 20
     """Constant folding keeps an op whose result has more bytes than this
     (compiler/passes/constant_folding.py): a folded value is baked into the program and

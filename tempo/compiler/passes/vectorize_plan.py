@@ -29,6 +29,17 @@ Groups are the connected sets of such ops; a group of fewer than
 `reject_vec_groups_smaller_than` ops, or whose share of reads from tensors that keep
 their loop over `d` (each becomes a gather of all `D` points) exceeds
 `reject_vec_groups_with_external_deps_ratio_greater_than`, keeps its loops.
+
+Memory: batched, a group holds all `D` points of what its loop holds one point (or one
+window) of at a time: the points of each looping producer it gathers, each batched result
+that a reader keeping its loop takes apart point by point (a window mean over a long `t`:
+the loop holds `W` rows, the batched divide all `T` sums), and each member's batched
+inputs and outputs while it runs. That footprint is O(D) where the loop's is O(1) in `D`,
+so under `device_memory_cap_bytes` a group whose O(D) bytes (`_held_bytes`) exceed
+`TUNING.vec_cap_share` of the cap keeps its loops (acceptance r30: the batched form raised
+TempoMemoryError where the loop fit). Results read whole (`x[0:D]`, a reduction) are held
+over all of `D` by the loop too and count only while made. Without a cap, vectorisation
+trades that memory for fewer calls.
 """
 
 from __future__ import annotations
@@ -381,6 +392,10 @@ def _groups(sdg: SDG, d: Symbol, size: int,
             continue
         if reads and gathers / reads > cfg.reject_vec_groups_with_external_deps_ratio_greater_than:
             continue
+        cap = cfg.device_memory_cap_bytes
+        if cap is not None and _held_bytes(sdg, d, size, members, found) > \
+                TUNING.vec_cap_share * cap:
+            continue
         for i in members:
             b, p, r = found[i]
             out.batchings[i] = b
@@ -388,6 +403,60 @@ def _groups(sdg: SDG, d: Symbol, size: int,
             if p is not None:
                 out.pieces[i] = p
     return out
+
+
+def _held_bytes(sdg: SDG, d: Symbol, size: int, members: list[int],
+                found: dict[int, tuple[Batching, Pieces | None, list[Read]]]) -> int:
+    """The bytes the batched group holds at once over all `size` points of `d`, where its
+    loop holds one point (or one window): the points of each looping producer it gathers
+    (its store keeps all `D` of them until the gather; once per tensor, however many
+    members read it), its results that readers outside take apart point by point (kept
+    until their loop ends), and the largest member's batched inputs and outputs (alive
+    while it runs). A shape that stays symbolic once the bounds are known counts 0.
+
+    A looping producer or reader over dims after `d` (`x` over `(b, t)` gathered along
+    `b`) runs them inside its loop over `d`: the gather at the first `t` waits for all of
+    `t` at `b = 0`, so such a tensor counts all points of those dims too."""
+    inside = set(members)
+    held: dict[TensorId, int] = {}
+    step = 0
+    for i in members:
+        here = 0
+        for e, r in zip(sdg.in_edges[i], found[i][2]):
+            if not r.batched:
+                continue
+            s = e.src.op_id
+            if s not in found and d in sdg.ops[s].domain:
+                held[e.src] = max(held.get(e.src, 0), _inner_points(sdg, s, d))
+            here += _bound_nbytes(sdg, sdg.read_shape(e), sdg.tensors[e.src].dtype)
+        pos = sdg.ops[i].domain.find_variable_index(d)
+        for k in range(sdg.ops[i].num_outputs):
+            x = sdg.tensors[TensorId(i, k)]
+            here += _bound_nbytes(sdg, x.shape, x.dtype)
+        step = max(step, here)
+        for e in sdg.out_edges.get(i, []):
+            if e.sink not in inside and not _whole(sdg, e.expr[pos], size):
+                held[e.src] = max(held.get(e.src, 0), _inner_points(sdg, e.sink, d))
+    point = sum(n * _bound_nbytes(sdg, sdg.tensors[x].shape, sdg.tensors[x].dtype)
+                for x, n in held.items())
+    return size * (point + step)
+
+
+def _inner_points(sdg: SDG, op_id: int, d: Symbol) -> int:
+    """The points of the dims after `d` in op `op_id`'s domain (its loops inside the loop
+    over `d`; a dim of unknown extent counts 1)."""
+    dom = sdg.ops[op_id].domain
+    n = 1
+    for v in dom.variables[dom.find_variable_index(d) + 1:] if d in dom else ():
+        k = sdg.bound_defs.get(v.as_bound())
+        n *= k if isinstance(k, int) and not isinstance(k, bool) and k > 0 else 1
+    return n
+
+
+def _bound_nbytes(sdg: SDG, shape: Shape, dtype: DataType) -> int:
+    """Bytes of one point of `shape` with the program's bounds substituted (0 if some
+    dim stays symbolic: not estimated)."""
+    return _nbytes(shape.try_resolve(sdg.bound_defs), dtype) or 0
 
 
 def _only_stacked(sdg: SDG, d: Symbol, size: int, members: list[int]) -> bool:
@@ -400,8 +469,12 @@ def _only_stacked(sdg: SDG, d: Symbol, size: int, members: list[int]) -> bool:
         for e in sdg.out_edges.get(i, []):
             if e.sink in inside:
                 continue
-            m = e.expr[pos]
-            if not (isinstance(m, Slice) and m.start.try_eval(sdg.bound_defs) == 0
-                    and m.stop.try_eval(sdg.bound_defs) == size):
+            if not _whole(sdg, e.expr[pos], size):
                 return False
     return not any(sdg.is_kept(i) for i in members)
+
+
+def _whole(sdg: SDG, m: IndexExpr, size: int) -> bool:
+    """Whether `m` reads all `size` points of its dim at once (`x[0:D]`)."""
+    return isinstance(m, Slice) and m.start.try_eval(sdg.bound_defs) == 0 \
+        and m.stop.try_eval(sdg.bound_defs) == size
