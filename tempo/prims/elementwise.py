@@ -110,8 +110,9 @@ def _torch_unary() -> dict[str, Kernel]:
 
 def _torch_unary_kernel(op: ops.UnaryOp, be: Any) -> Kernel:
     """tanh on a CPU device is `torch_tanh_cpu` (API.md's activation: 2*sigmoid(2x)-1);
-    every other fn, and tanh on a GPU, is torch's own function."""
-    if op.fn == "tanh" and getattr(getattr(be, "device", None), "type", "cpu") == "cpu":
+    every other fn, and tanh on a GPU (or "fake-gpu", which takes the GPU paths: `on_cpu`
+    is False), is torch's own function."""
+    if op.fn == "tanh" and getattr(be, "on_cpu", True):
         return torch_tanh_cpu()
     return _torch_unary()[op.fn]
 

@@ -38,7 +38,7 @@ def region_kernel(op: RegionOp, be: Any, compiler: Compiler | None) -> Kernel:
     hit = _CACHE.get(key)
     if hit is None:
         name = f"{REGION_FILE}{len(_CACHE)}>"
-        cpu = str(getattr(be, "device", "cpu")).startswith("cpu")
+        cpu = getattr(be, "on_cpu", True)  # (False on "fake-gpu": the GPU paths)
         folds = torch_folds(op, cpu) if be.name == "torch" and op.generated else {}
         kernels = [fold_kernel(folds[k].kind, op.compiled) if k in folds else be.kernel(m)
                    for k, m in enumerate(op.body)]
