@@ -100,12 +100,23 @@ def fill(value: float | int | bool, shape: ShapeLike, dtype: DataTypeLike | None
 
 def ones(shape: ShapeLike = (), dtype: DataTypeLike | None = None, domain: DomainLike = None,
          requires_grad: bool | None = None) -> RecurrentTensor:
+    """A tensor of ones over the empty domain (API §3.2: `domain` ignored, with a warning
+    as for const: `RT.ones((4,), domain=(t,))` has no `t`)."""
+    _warn_domain_ignored("ones", domain)
     return fill(1, shape, dtype, None, requires_grad)
 
 
 def zeros(shape: ShapeLike = (), dtype: DataTypeLike | None = None, domain: DomainLike = None,
           requires_grad: bool | None = None) -> RecurrentTensor:
+    """A tensor of zeros over the empty domain (`domain` ignored with a warning, as `ones`)."""
+    _warn_domain_ignored("zeros", domain)
     return fill(0, shape, dtype, None, requires_grad)
+
+
+def _warn_domain_ignored(name: str, domain: DomainLike) -> None:
+    if domain is not None and len(Domain.from_(domain, none_is_empty=True)) > 0:
+        warnings.warn(f"{name}() ignores domain={domain}: the result has the empty domain "
+                      "(index or expand it to give it one)", stacklevel=3)
 
 
 def ones_like(y: RTBase, dtype: DataTypeLike | None = None,

@@ -160,3 +160,29 @@ def test_const_ignores_domain_with_a_warning() -> None:
             RT.const(1.0, domain=None)
     got = run_static(lambda: RT.const([1.0, 2.0]))
     assert_same(got, torch.tensor([1.0, 2.0]))
+
+
+@pytest.mark.parametrize("name", ["zeros", "ones"])
+def test_zeros_and_ones_ignore_domain_with_a_warning(name: str) -> None:
+    """API §3.2: zeros/ones ignore `domain` (accept4: `RT.zeros((4,), domain=(t,))` silently
+    had no t, so a later `[0:T]` sliced its spatial dim); they warn as const does, at the
+    user's line, and the values are still the fill."""
+    import warnings
+
+    from tempo.api import TempoContext
+    from tempo.core.configs import ExecutionConfig
+
+    ctx = TempoContext(ExecutionConfig.test_cfg(), num_dims=1)
+    ((t, _),) = ctx.variables_and_bounds
+    make = getattr(RT, name)
+    with ctx:
+        with pytest.warns(UserWarning, match=f"{name}\\(\\) ignores domain") as rec:
+            x = make((3,), domain=(t,))
+        assert len(x.domain) == 0
+        assert rec[0].filename == __file__
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            make((3,), domain=None)
+            make((3,), domain=())
+    got = run_static(lambda: make((3,)))
+    assert_same(got, torch.full((3,), 1.0 if name == "ones" else 0.0))
