@@ -2,17 +2,22 @@
 declared shape and dtype) and sink_udf (consumes tensors).
 
 A UDF's result (a torch tensor, numpy array or Python value) becomes a tensor of the
-declared dtype on the backend's device, in memory Tempo owns: a result that is a view of
-the user's array (`lambda ts: data[ts[t]]`) is copied when the conversion did not copy it,
-else the stored point aliases `data` (a later write to `data` changes it, and the memory
-accountant charges a numpy view as the whole of `data`: a `(T, N)` array once per live
-point). No gradient flows through a user function.
+declared dtype on the backend's device, in memory Tempo owns: a result whose memory the
+user can still reach after the call (`_held`: a view of their array, `lambda ts:
+data[ts[t]]`, or a buffer they keep and rewrite) is copied when the conversion did not copy
+it. Stored as is, the point aliased the user's memory: a later write to it changed points
+Tempo still reads, and the memory accountant charged a numpy view as the whole of `data`
+(a `(T, N)` array once per live point). A fresh result is stored without a copy. No
+gradient flows through a user function.
 """
 
 from __future__ import annotations
 
+import sys
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from tempo.api.autodiff.grad_rules import NOT_DIFFERENTIABLE
 from tempo.compiler.op_rules import NO_BATCHING, copies
@@ -36,34 +41,79 @@ def _torch_udf(op: ops.UDFSourceOp | ops.MapUDFOp, be: Any) -> Kernel:
 
     def source(*args: Any) -> torch.Tensor:
         r = fn(*args)
+        held = _held(r)  # (before as_tensor, whose tensor references a numpy r)
         out = torch.as_tensor(r, device=dev).to(dt)
-        return out.clone() if _is_view(r) and out.data_ptr() == _data_ptr(r) else out
+        return out.clone() if held and out.data_ptr() == _data_ptr(r) else out
 
     return source
 
 
-def _is_view(r: Any) -> bool:
-    """Whether `r` is a numpy or torch view of another array (memory the user holds)."""
-    return getattr(r, "base", None) is not None or getattr(r, "_base", None) is not None
-
-
 def _data_ptr(r: Any) -> int:
-    return r.data_ptr() if hasattr(r, "data_ptr") else r.__array_interface__["data"][0]
+    if hasattr(r, "data_ptr"):
+        return int(r.data_ptr())
+    ai = getattr(r, "__array_interface__", None)
+    return -1 if ai is None else int(ai["data"][0])
+
+
+def _probe(r: Any) -> tuple[int, int]:
+    """References to `r` and to its numpy base, counted as `_held` counts them (same
+    frame depth): the calibration of `_FRESH`."""
+    base = r.base if isinstance(r, np.ndarray) else None
+    return sys.getrefcount(r), 0 if base is None else sys.getrefcount(base)
+
+
+def _calibrated() -> tuple[int, int]:
+    r, v = np.empty(2), np.empty(2)[0:1]  # each held by this local only
+    return _probe(r)[0], _probe(v)[1]
+
+
+_FRESH = _calibrated()
+"""(references to a fresh numpy result, to a fresh view's base) inside `_held`, when the
+caller keeps the result in one local, as the kernels do (`r = fn(*args)`)."""
+_FRESH_TORCH = [0]  # the same for a torch tensor (`_calibrate_torch`, at the first one)
+
+
+def _calibrate_torch() -> None:
+    import torch
+
+    r = torch.empty(2)
+    _FRESH_TORCH[0] = _probe(r)[0]
+
+
+def _held(r: Any) -> bool:
+    """Whether the memory of the UDF result `r` stays reachable by the user after the
+    call, so that storing it as is would alias it: `r` is referenced beyond the caller's
+    one local (a buffer the user rewrites: `buf[:] = s; return buf`), or it is a numpy view
+    of an array referenced beyond the view (`data[ts[t]]`) or of memory no numpy array
+    owns, or a torch view. A fresh result (`np.stack(...)`, a reshape of a fresh array) is
+    not. numpy arrays and torch tensors only: jax arrays and Python values are never
+    written in place."""
+    if isinstance(r, np.ndarray):
+        base = r.base
+        if base is None:
+            return sys.getrefcount(r) > _FRESH[0]
+        return not isinstance(base, np.ndarray) or sys.getrefcount(base) > _FRESH[1]
+    if hasattr(r, "_base"):
+        if not _FRESH_TORCH[0]:
+            _calibrate_torch()  # (torch is loaded: this is a tensor)
+        return r._base is not None or sys.getrefcount(r) > _FRESH_TORCH[0]
+    return False
 
 
 def _as_jax(r: Any, dt: Any, dev: Any) -> Any:
     """A UDF's result on the backend's device in one explicit transfer (a jnp.asarray
-    first would copy host data to the default device, then on to `dev`)."""
+    first would copy host data to the default device, then on to `dev`); a result the
+    user still holds is copied first (jax on the CPU may keep its memory)."""
     import jax
     import jax.numpy as jnp
-    import numpy as np
 
+    held = _held(r)
     if hasattr(r, "detach"):  # a torch tensor from a UDF (on its device: DLPack, no copy)
-        r = jnp.from_dlpack(r.detach().contiguous())
+        r = jnp.from_dlpack((r.detach().clone() if held else r.detach()).contiguous())
     if isinstance(r, jax.Array):
         return jax.device_put(r if r.dtype == dt else r.astype(dt), dev)
-    r = np.asarray(r, dtype=dt)  # (jax on the CPU may keep a numpy view's memory)
-    return jax.device_put(np.array(r) if r.base is not None else r, dev)
+    a = np.asarray(r, dtype=dt)
+    return jax.device_put(np.array(a) if held and _data_ptr(a) == _data_ptr(r) else a, dev)
 
 
 def _jax_udf(op: ops.UDFSourceOp | ops.MapUDFOp, be: Any) -> Kernel:
@@ -72,15 +122,15 @@ def _jax_udf(op: ops.UDFSourceOp | ops.MapUDFOp, be: Any) -> Kernel:
 
 
 def _np_udf(op: ops.UDFSourceOp | ops.MapUDFOp, be: Any) -> Kernel:
-    import numpy as np
-
     from tempo.runtime.backends.numpy import user_array
 
     dt, fn = be.dtype(op.dtype), op.fn
 
     def source(*args: Any) -> Any:
-        r = user_array(fn(*args), dt)
-        return np.array(r) if r.base is not None else r
+        r = fn(*args)
+        held = _held(r)
+        a = user_array(r, dt)
+        return np.array(a) if held and _data_ptr(a) == _data_ptr(r) else a
 
     return source
 

@@ -1,9 +1,9 @@
-"""A source UDF's result that is a view of the user's array (`lambda ts: data[ts[t]]`, API
-§3.2's own example) is stored as memory Tempo owns (prims/udf.py): stored as the view, a
-point aliased the user's array, so a later write to it changed points Tempo still reads
-(x[t] - x[t-1] gave 0), and the numpy accountant charged each live point as the whole
-array (`x[max(0, t-1)]` over a (T, N) array tripped a cap of a fraction of it, with
-vectorisation on or off)."""
+"""A source UDF's result whose memory the user still holds — a view of their array (`lambda
+ts: data[ts[t]]`, API §3.2's own example), or a buffer they rewrite — is stored as memory
+Tempo owns (prims/udf.py): stored as is, a point aliased the user's memory, so a later
+write to it changed points Tempo still reads (x[t] - x[t-1] gave 0), and the numpy
+accountant charged each live point as the whole array (`x[max(0, t-1)]` over a (T, N)
+array tripped a cap of a fraction of it, with vectorisation on or off)."""
 
 from __future__ import annotations
 
@@ -11,12 +11,14 @@ from typing import Any
 
 import numpy as np
 import pytest
+import torch
 
 from tempo.api import RecurrentTensor as RT
 from tempo.api import TempoContext
 from tempo.core import index_expr as ie
 from tempo.core.configs import ExecutionConfig
 from tempo.core.dtype import dtypes
+from tempo.prims.udf import _held
 
 BACKENDS = ("torch", "jax", "numpy")
 T_, N = 2000, 64
@@ -39,18 +41,45 @@ def _run(backend: str, vec: bool, src: Any, steps: int, cap: int | None
     return np.stack([got[s] for s in range(steps)]), exe.memory_stats()
 
 
+@pytest.mark.parametrize("kind", ["numpy row", "numpy whole", "torch whole"])
 @pytest.mark.parametrize("vec", [False, True])
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_a_view_of_a_buffer_the_udf_rewrites_is_not_aliased(backend: str, vec: bool) -> None:
+def test_a_buffer_the_udf_rewrites_is_not_aliased(backend: str, vec: bool, kind: str) -> None:
     buf = np.zeros((1, N), np.float32)
+    whole = np.zeros(N, np.float32)
+    tbuf = torch.zeros(N)
 
-    def src(s: int) -> np.ndarray:
-        buf[0] = s  # the user's buffer, rewritten at every call (an env's observation)
-        return buf[0]
+    def src(s: int) -> Any:
+        if kind == "numpy row":  # a view of the user's array
+            buf[0] = s
+            return buf[0]
+        if kind == "numpy whole":  # the user's array itself
+            whole[:] = s
+            return whole
+        tbuf.fill_(s)  # the user's tensor
+        return tbuf
 
     got, _ = _run(backend, vec, src, 6, None)
     want = np.array([[(s - max(0, s - 1)) * 0.5] * N for s in range(6)], np.float32)
     np.testing.assert_array_equal(got, want)
+
+
+def _kernel_like(fn: Any) -> bool:
+    r = fn()  # as the UDF kernels hold a result: one local
+    return _held(r)
+
+
+def test_fresh_results_are_not_copied_and_kept_ones_are() -> None:
+    """`_held` decides the copy: a result only the kernel references is stored as is."""
+    data, t = np.zeros((4, 3), np.float32), torch.zeros(3)
+    assert not _kernel_like(lambda: np.ones(3))
+    assert not _kernel_like(lambda: np.ones(6).reshape(2, 3))  # a view of a fresh array
+    assert not _kernel_like(lambda: torch.ones(3))
+    assert not _kernel_like(lambda: [1.0, 2.0])
+    assert _kernel_like(lambda: data[1])
+    assert _kernel_like(lambda: data)
+    assert _kernel_like(lambda: t)
+    assert _kernel_like(lambda: torch.ones(6)[0:3])  # torch views: always copied
 
 
 @pytest.mark.parametrize("vec", [False, True])
