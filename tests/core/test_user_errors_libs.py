@@ -54,6 +54,20 @@ def optimizer_step_called_twice(cfg: ExecutionConfig) -> None:
         opt.step()  # MISTAKE
 
 
+def two_optimizers_stepping_one_layer(cfg: ExecutionConfig) -> None:
+    """A second optimizer over the same parameters is a second update rule (API §6.2:
+    step() defines every parameter's next value): refused as a second step() is."""
+    from tempo.api.nn import Linear
+    from tempo.api.optim.optim import SGD, Adam
+
+    ctx, i, I = ctx1(cfg, "i")  # noqa: E741
+    with ctx:
+        layer = Linear(2, 1, domain=(i,))
+        layer(RT.ones((2,))).sum().backward()
+        SGD(layer.parameters, lr=0.1).step()
+        Adam(layer.parameters, lr=0.1).step()  # MISTAKE
+
+
 def optimizer_step_after_fixed(cfg: ExecutionConfig) -> None:
     from tempo.api.nn import Linear
     from tempo.api.optim.optim import SGD
@@ -277,6 +291,8 @@ CASES: list[tuple[Callable[[ExecutionConfig], None], type[Exception], tuple[str,
     (optimizer_step_called_twice, errors.DefinitionError,
      ("opt.step()", "already defined", "once")),
     (optimizer_step_after_fixed, errors.DefinitionError, ("layer.fixed()",)),
+    (two_optimizers_stepping_one_layer, errors.DefinitionError,
+     ("SGD(layer.parameters, lr=0.1).step()", "already defined")),
     (optimizer_given_the_module, errors.TempoError, ("Linear", ".parameters")),
     (adam_with_a_negative_learning_rate, errors.ArgumentError, ("lr=-0.001",)),
     (adam_with_b1_of_one, errors.ArgumentError, ("b1=1.0", "[0.0, 1.0)")),
