@@ -43,8 +43,7 @@ class RingStore(RangedStore):
         j = i % self.window
         live = self.filled[pre]
         live.discard(i - self.window)  # the point this slot held: no read names it again
-        view = slots[j]
-        self.lay.put(self._view(pre, slots, j) if view is None else view, value)
+        self.lay.put_at(self.fronts[pre], j, value)
         live.add(i)
         if i > self.newest.get(pre, -1):
             self.newest[pre] = i
