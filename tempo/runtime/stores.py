@@ -252,8 +252,9 @@ class Layout:
 class RangedStore(abc.ABC):
     """What block and window stores share: buffers of points along one dim (`bufs`), each
     buffer's view with that dim in front (`fronts`, made once per buffer: reads slice it
-    with one backend call, or none; writes index it, `Layout.put_at`), a view per slot
-    (`slots`, made at a slot's first point read) and the points alive (`filled`)."""
+    with one backend call, or none; block writes index it, `Layout.put_at`), a view per
+    slot (`slots`, made at first use: window writes copy into them, block stores make
+    them for point reads only) and the points alive (`filled`)."""
 
     def __init__(self, layout: Layout) -> None:
         self.lay = layout
@@ -273,9 +274,10 @@ class RangedStore(abc.ABC):
         return slots
 
     def _view(self, key: tuple, slots: list[Any], j: int) -> Any:
-        """Slot `j`'s view for a point read, made when first needed: with every other
-        slot's at once where the backend makes them in one call (torch's `unbind`: ~3x
-        cheaper per view than a `select` each). Writes need none (`Layout.put_at`)."""
+        """Slot `j`'s view, made when first needed: with every other slot's at once where
+        the backend makes them in one call (torch's `unbind`: ~3x cheaper per view than
+        a `select` each). Window stores write through them (a slot holds many points);
+        block stores only read through them (`BlockStore.write`)."""
         front = self.fronts[key]
         unbind = getattr(front, "unbind", None)
         if unbind is not None and len(slots) > 1:
@@ -453,7 +455,8 @@ class CircularStore(RangedStore):
             raise TempoMemoryError(
                 f"{self.lay.acct.describe(self.lay.tid)} was written out of order into its "
                 "window store (an internal storage choice error)")
-        self.lay.put_at(self.fronts[pre], j, value)
+        view = slots[j]  # (a slot's view serves every point it holds, unlike a block's)
+        self.lay.put(self._view(pre, slots, j) if view is None else view, value)
         self.filled[pre].add(i)
 
     def _compact(self, pre: tuple, i: int) -> None:
