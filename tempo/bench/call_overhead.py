@@ -14,9 +14,10 @@ thread):
   subtracted, calibrated on the very closure the twin uses. Tensor allocation and freeing
   happen inside the kernels, so they count there (the baselines pay them too);
 - store copies: the stores' data movement (a block buffer's allocation, a point's write
-  into its block, `front[j] = value`, a deferred block store's `stack` + `copy_` at its
-  first read, `cat` of ranges spanning blocks, `stack` of point ranges, a window store's
-  compaction `copy_`) is backend work too, which the baselines
+  into its block, `front[j] = value`, or into a window store's slot, `copy_`, and that
+  store's compaction `copy_`, a deferred block store's `stack` + `copy_` at its first
+  read, `cat` of ranges spanning blocks, `stack` of point ranges) is backend work too,
+  which the baselines
   pay in their own way: it is counted and stubbed separately, and "outside" is
   reported with those copies and without them (never hidden in either);
 - stub: the run with the generated code's calls stubbed (regions whole): only the
