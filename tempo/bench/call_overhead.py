@@ -13,9 +13,11 @@ thread):
   run and keep their first output, then return it at once; the stubs' own cost is
   subtracted, calibrated on the very closure the twin uses. Tensor allocation and freeing
   happen inside the kernels, so they count there (the baselines pay them too);
-- store copies: the stores' data movement (a block buffer's allocation, a block slot's
-  `copy_`, a deferred block store's `stack` + `copy_` at its first read, `cat` of ranges
-  spanning blocks, `stack` of point ranges) is backend work too, which the baselines
+- store copies: the stores' data movement (a block buffer's allocation, a point's write
+  into its block, `front[j] = value`, or into a window store's slot, `copy_`, and that
+  store's compaction `copy_`, a deferred block store's `stack` + `copy_` at its first
+  read, `cat` of ranges spanning blocks, `stack` of point ranges) is backend work too,
+  which the baselines
   pay in their own way: it is counted and stubbed separately, and "outside" is
   reported with those copies and without them (never hidden in either);
 - stub: the run with the generated code's calls stubbed (regions whole): only the
@@ -149,7 +151,7 @@ def leaf_twin(make: Callable[[], Any], state: list[int],
     """`make()` with every leaf kernel wrapped by `_leaf` (armed by `armed`; an op's kernel; a fused
     region's members, a folded pair (clamp, linear) included, are leaves, the region is not),
     and the
-    stores' data movement too (block buffers' allocation, block-slot `copy_`, the
+    stores' data movement too (block buffers' allocation, point writes into blocks, the
     deferred stores' `stack`, range `cat`, point-range `stack`: backend kernels the
     baselines pay as well, counted in state[2]; a stubbed allocation returns the first
     buffer of its shape). state = [unused, leaf calls, movement calls, stub movement]. Fused regions
@@ -160,7 +162,8 @@ def leaf_twin(make: Callable[[], Any], state: list[int],
     from tempo.runtime.executor import executor
 
     orig = (TorchBackend.kernel, TorchBackend.stack, regions.fold_kernel,
-            executor.array_ops, executor.stack_along, TorchBackend.alloc_block)
+            executor.array_ops, executor.stack_along, TorchBackend.alloc_block,
+            executor.slot_put)
     cache = dict(regions._CACHE)
 
     def kernel(self: Any, op: Any) -> Any:
@@ -189,6 +192,7 @@ def leaf_twin(make: Callable[[], Any], state: list[int],
         return select, moved(put), moved(cat)
 
     regions._CACHE.clear()
+    executor.slot_put = lambda name: moved(orig[6](name))  # type: ignore[assignment]  # bench-only patch
     TorchBackend.kernel = kernel  # type: ignore[method-assign]  # bench-only patch
     TorchBackend.stack = stack  # type: ignore[method-assign]  # bench-only patch
     regions.fold_kernel = lambda *kind: _leaf(orig[2](*kind), state, armed)
@@ -202,6 +206,7 @@ def leaf_twin(make: Callable[[], Any], state: list[int],
     finally:
         TorchBackend.kernel, TorchBackend.stack = orig[0], orig[1]  # type: ignore[method-assign]  # restored
         regions.fold_kernel, executor.array_ops, executor.stack_along = orig[2:5]
+        executor.slot_put = orig[6]
         regions._CACHE.clear()
         regions._CACHE.update(cache)
 

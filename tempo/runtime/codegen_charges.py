@@ -169,6 +169,27 @@ _HIGH = re.compile(r"^\s*_A\.high\((-?\d+), (\d+), \d+\)$")
 
 
 _DROP = re.compile(r"^( *)vs\d+_\d+ = None$")
+_FREE = re.compile(r"^ *s\w+\.pop(?:_range)?\(.*\)$")
+_GUARD = re.compile(r"^ *if .*:$")
+
+
+def _free_end(lines: list[str], j: int, indent: int) -> int | None:
+    """Where the statement at line j ends if it only frees stored points (a store's
+    `pop` or `pop_range`, bare or under an `if` with nothing else and no `else`), else
+    None. Frees only credit live bytes and check nothing: a credit moves past them."""
+    if _FREE.match(lines[j]):
+        return j + 1
+    if not _GUARD.match(lines[j]):
+        return None
+    k = j + 1
+    while k < len(lines) and _pad(lines[k]) > indent:
+        if _pad(lines[k]) != indent + 4 or not _FREE.match(lines[k]):
+            return None
+        k += 1
+    if k == j + 1 or (k < len(lines) and _pad(lines[k]) == indent and
+                      lines[k].lstrip().startswith(("else", "elif"))):
+        return None
+    return k
 
 
 def _pad(line: str) -> int:
@@ -186,8 +207,10 @@ def _charge_at(lines: list[str], j: int, indent: int) -> int | None:
 
 def tighten(lines: list[str]) -> tuple[list[str], dict[int, int]]:
     """Exact merges of neighbouring charge statements, valid under a device cap (unlike
-    `fold`, nothing is reserved early): credits separated only by dropped locals become
-    one credit, and a credit of `a` bytes right before a charge of `b` becomes one
+    `fold`, nothing is reserved early): credits separated only by dropped locals and
+    frees of stored points (`_free_end`: the E1 decoder frees its weights under
+    `if (d0 == 255):` between each kernel's charges) become one credit, after them,
+    and a credit of `a` bytes right before a charge of `b` becomes one
     statement — `live -= a - b` without a peak check when a >= b (live is then no higher
     than bytes already checked; the merged credit then takes in what follows it the same
     way), else `live += b - a` and the charge's own check, which sees the same live bytes
@@ -213,6 +236,12 @@ def tighten(lines: list[str]) -> tuple[list[str], dict[int, int]]:
                     out.append(lines[j])
                 elif (mc := _CREDIT.match(lines[j])) is not None:
                     a += sum(int(x) for x in mc.group(2).split(" + "))
+                elif (end := _free_end(lines, j, indent)) is not None:
+                    for k in range(j, end):  # (and past frees: they only credit)
+                        where[k] = len(out)
+                        out.append(lines[k])
+                    j = end
+                    continue
                 else:
                     break
                 j += 1

@@ -9,7 +9,8 @@ the layout, the executor checks the schedule allows it):
 * `BlockStore`: points along one domain dim in blocks of U, each allocated when its first
   point is written and released when its last point is freed, so memory grows (and
   shrinks) as a staircase of blocks instead of preallocating the whole bound. A write
-  copies into a precomputed slot view; a slice read within one block is a view.
+  is one indexed assignment into the block's front view (`Layout.put_at`); a slice read
+  within one block is a view.
 * window stores, memory O(W), flat in T: `RingStore` (runtime/stores_ring.py) keeps
   exactly W points for point and tiled reads; `CircularStore`, for a window read as one
   slice `x[t-W+1:t+1]`, keeps a sliding buffer of 2W points per prefix: writes go to the
@@ -30,6 +31,10 @@ from typing import Any
 
 from tempo.core.errors import TempoMemoryError
 from tempo.core.sdg import TensorId
+from tempo.runtime.store_arrays import Storage as Storage
+from tempo.runtime.store_arrays import array_ops as array_ops  # (re-exported: the stores'
+from tempo.runtime.store_arrays import slot_put as slot_put  # backend calls live there)
+from tempo.runtime.store_arrays import storage_of as storage_of
 
 
 class MemoryAccountant:
@@ -127,10 +132,6 @@ class MemoryAccountant:
         self.swapped = self.fetched = self.prefetched = self.demand_fetched = 0
 
 
-Storage = Callable[[Any], tuple[int, int]]
-"""A tensor's underlying storage: (a key unique while it lives, its bytes)."""
-
-
 class TrackedStore(dict):
     """A point store that reports its writes and frees to the accountant, by storage: a
     point that is a view of memory already counted (a block store's buffer, another
@@ -200,7 +201,8 @@ class Layout:
                  alloc: Callable[[tuple[int, ...]], Any], storage: Storage,
                  move: Callable[[Any, int], Any], cat: Callable[[list[Any], int], Any],
                  select: Callable[[Any, int, int], Any], put: Callable[[Any, Any], None],
-                 acct: MemoryAccountant) -> None:
+                 acct: MemoryAccountant,
+                 put_at: Callable[[Any, int, Any], None] | None = None) -> None:
         self.tid = tid
         self.dim = dim
         self.axis = max(len(point_shape) - 1, 0)
@@ -211,6 +213,9 @@ class Layout:
         self.cat = cat
         self.select = select
         self.put = put
+        # put_at(front, j, value): point j of a front view written in one backend call
+        self.put_at = put_at if put_at is not None else (
+            lambda f, j, v: put(select(f, 0, j), v))
         self.acct = acct
         self.lead = (slice(None),) * self.axis
 
@@ -247,8 +252,9 @@ class Layout:
 class RangedStore(abc.ABC):
     """What block and window stores share: buffers of points along one dim (`bufs`), each
     buffer's view with that dim in front (`fronts`, made once per buffer: reads slice it
-    with one backend call, or none), a view per slot (`slots`, made at a slot's first write,
-    so a write is one copy) and the points alive (`filled`)."""
+    with one backend call, or none; block writes index it, `Layout.put_at`), a view per
+    slot (`slots`, made at first use: window writes copy into them, block stores make
+    them for point reads only) and the points alive (`filled`)."""
 
     def __init__(self, layout: Layout) -> None:
         self.lay = layout
@@ -270,7 +276,8 @@ class RangedStore(abc.ABC):
     def _view(self, key: tuple, slots: list[Any], j: int) -> Any:
         """Slot `j`'s view, made when first needed: with every other slot's at once where
         the backend makes them in one call (torch's `unbind`: ~3x cheaper per view than
-        a `select` each, and a store write is one backend call, the copy)."""
+        a `select` each). Window stores write through them (a slot holds many points);
+        block stores only read through them (`BlockStore.write`)."""
         front = self.fronts[key]
         unbind = getattr(front, "unbind", None)
         if unbind is not None and len(slots) > 1:
@@ -328,25 +335,27 @@ class BlockStore(RangedStore):
     def __init__(self, layout: Layout, block: int) -> None:
         super().__init__(layout)
         self.block = block
-        self.put = layout.put  # (an attribute read fewer on the hot write)
+        self.put_at = layout.put_at  # (an attribute read fewer on the hot write)
 
     def _open(self, bkey: tuple) -> list[Any]:
-        """A new block; its slot views are made when first used (a block of U points may
+        """A new block; its slot views are made when first read (a block of U points may
         see far fewer writes, e.g. T < U, and is reopened every outer iteration)."""
         return self._alloc(bkey, self.block)
 
     def write(self, pre: tuple, i: int, value: Any) -> None:
-        """The generated code's write: copy into the slot view of point `i` (made with the
-        block's other slot views at its first write: one backend call here, the copy)."""
+        """The generated code's write: point `i` assigned into its block's front view, one
+        backend call (torch's `front[j] = value`: a view made and dropped inside torch,
+        where a slot view per point cost as much again as the copy, ~1 us each to make
+        and free on this machine: E1 writes 2,048 K/V points a run)."""
         U = self.block
         b = i // U
         bkey = (pre, b)
-        slots = self.slots.get(bkey)
-        if slots is None:
-            slots = self._open(bkey)
+        front = self.fronts.get(bkey)
+        if front is None:
+            self._open(bkey)
+            front = self.fronts[bkey]
         j = i - b * U
-        view = slots[j]
-        self.put(self._view(bkey, slots, j) if view is None else view, value)
+        self.put_at(front, j, value)
         self.filled[bkey].add(j)
 
     def __getitem__(self, key: tuple) -> Any:
@@ -446,7 +455,7 @@ class CircularStore(RangedStore):
             raise TempoMemoryError(
                 f"{self.lay.acct.describe(self.lay.tid)} was written out of order into its "
                 "window store (an internal storage choice error)")
-        view = slots[j]
+        view = slots[j]  # (a slot's view serves every point it holds, unlike a block's)
         self.lay.put(self._view(pre, slots, j) if view is None else view, value)
         self.filled[pre].add(i)
 
@@ -534,58 +543,3 @@ class CircularStore(RangedStore):
     def clear(self) -> None:
         super().clear()
         self.base.clear()
-
-
-def storage_of(backend: str) -> Storage:
-    """How to find a backend tensor's storage (torch: the tensor a view was taken of;
-    numpy: the array owning the memory; jax arrays share nothing: each is its own)."""
-    if backend == "torch":
-        def torch_storage(x: Any) -> tuple[int, int]:
-            # A view's _base is the tensor owning the memory (alive while the view is).
-            base = x._base
-            if base is None:
-                return id(x), x.nbytes
-            return id(base), base.nbytes
-
-        return torch_storage
-    if backend == "numpy":
-        import numpy as np
-
-        def numpy_storage(x: Any) -> tuple[int, int]:
-            if not isinstance(x, np.ndarray):  # a numpy scalar: its own memory
-                return id(x), int(x.nbytes)
-            root = x
-            while isinstance(root.base, np.ndarray):
-                root = root.base
-            if root.base is None:
-                return root.__array_interface__["data"][0] or id(x), root.nbytes
-            return id(root), root.nbytes  # memory owned by a foreign object (DLPack)
-
-        return numpy_storage
-
-    def own(x: Any) -> tuple[int, int]:
-        return id(x), int(x.nbytes)
-
-    return own
-
-
-def array_ops(backend: str) -> tuple[Callable, Callable, Callable]:
-    """(select(buf, axis, j), put(dst, src), cat(views, axis)) for a backend whose arrays
-    are writable in place (torch, numpy): the three calls the stores make."""
-    if backend == "torch":
-        import torch
-
-        # the unbound methods themselves: a Python wrapper frame costs as much as a dict
-        # write on each of the stores' hot calls
-        return torch.Tensor.select, torch.Tensor.copy_, (lambda xs, a: torch.cat(xs, a))
-    import numpy as np
-
-    def put_n(dst: Any, src: Any) -> None:
-        np.copyto(dst, src)
-
-    def select_n(b: Any, a: int, j: int) -> Any:
-        # the trailing ... keeps a 0-d *view* when b is 1-D (b[j] alone is a copied scalar,
-        # which np.copyto cannot write into)
-        return b[(slice(None),) * a + (j, Ellipsis)]
-
-    return select_n, put_n, (lambda xs, a: np.concatenate(xs, a))

@@ -78,9 +78,9 @@ class DeferredBlockStore(BlockStore):
         if n > 1 and isinstance(js, range):  # consecutive: one stack, one copy
             lay.put(self.fronts[bkey][j0: j0 + n], self.stack(values, 0))
             return
+        front = self.fronts[bkey]
         for j, v in zip(js, values):
-            view = slots[j]
-            lay.put(self._view(bkey, slots, j) if view is None else view, v)
+            lay.put_at(front, j, v)
 
     def __getitem__(self, key: tuple) -> Any:
         d = self.dim  # (Layout.split inlined: reads of pending points are hot)

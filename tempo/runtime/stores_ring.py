@@ -43,7 +43,7 @@ class RingStore(RangedStore):
         j = i % self.window
         live = self.filled[pre]
         live.discard(i - self.window)  # the point this slot held: no read names it again
-        view = slots[j]
+        view = slots[j]  # (a slot's view serves every point it holds: T / W of them)
         self.lay.put(self._view(pre, slots, j) if view is None else view, value)
         live.add(i)
         if i > self.newest.get(pre, -1):

@@ -19,10 +19,24 @@ class _Acct:
         self.peak = max(self.peak, self.live)
 
 
+class _Store:
+    """A store whose frees credit the accountant (as block and point stores' do)."""
+
+    def __init__(self, acct: _Acct) -> None:
+        self.acct = acct
+
+    def pop(self, key: tuple, default: Any = None) -> None:
+        self.acct.live -= 3
+
+    def pop_range(self, pre: tuple, lo: int, hi: int) -> None:
+        self.acct.live -= 5 * (hi - lo)
+
+
 def _trace(lines: list[str], loops: int = 3) -> tuple[list[int], int]:
     """Live bytes at each `probe()` over a few iterations, and the peak."""
     acct, seen = _Acct(), []
-    ns: dict[str, Any] = {"_A": acct, "probe": lambda: seen.append(acct.live)}
+    ns: dict[str, Any] = {"_A": acct, "probe": lambda: seen.append(acct.live),
+                          "s9_0": _Store(acct)}
     src = f"def run():\n    for i in range({loops}):\n" + "\n".join(lines) + "\n"
     exec(compile(src, "<fold-test>", "exec"), ns)  # noqa: S102 - the test's own source
     ns["run"]()
@@ -80,8 +94,14 @@ def test_tighten_merges_neighbours_exactly_under_a_cap() -> None:
                 n = rng.choice([x for x in (8, 16, 64, 1000) if x <= live] or [live])
                 lines.append(f"{p}_A.live -= {n}")
                 live -= n
-            elif r < 0.85:
+            elif r < 0.8:
                 lines.append(f"{p}vs{rng.randint(1, 9)}_0 = None")
+            elif r < 0.84:
+                lines.append(f"{p}s9_0.pop((i, ), None)")
+            elif r < 0.88:  # a guarded free (the decoder's weights at its last step)
+                lines += [f"{p}if (i == 1):", f"{p}    s9_0.pop_range((i, ), 0, 2)"]
+            elif r < 0.9:  # not a free only: stays where it is
+                lines += [f"{p}if (i == 2):", f"{p}    probe()"]
             else:
                 lines.append(f"{p}probe()")
         lines.append(f"{p}probe()")
@@ -95,3 +115,15 @@ def test_tighten_merges_neighbours_exactly_under_a_cap() -> None:
     # meets the larger charge as one statement with its check
     assert tight == [*_charge(64, p), f"{p}vs3_0 = None",
                      f"{p}_A.live += 28", f"{p}if _A.live > _A.peak:", f"{p}    _A.high(5, 0, 100)"]
+    # the E1 decoder's pattern: each kernel's charge, its credit, its weight freed at the
+    # last step, the next kernel's charge of as many bytes: no statement at all
+    guard = [f"{p}if (d0 == 255):", f"{p}    s9_0.pop((1, ), None)"]
+    lines = [*_charge(64, p, op=1), f"{p}k1()", f"{p}_A.live -= 64", *guard,
+             *_charge(64, p, op=2), f"{p}k2()", f"{p}_A.live -= 64", *guard, f"{p}k3()"]
+    assert tighten(lines)[0] == [*_charge(64, p, op=1), f"{p}k1()", *guard, f"{p}k2()",
+                                 *guard, f"{p}_A.live -= 64", f"{p}k3()"]
+    # an else after the guarded free, or anything else under it, keeps the credit in place
+    for body in ([*guard, f"{p}else:", f"{p}    probe()"],
+                 [f"{p}if (d0 == 255):", f"{p}    s9_0.pop((1, ), None)", f"{p}    probe()"]):
+        lines = [f"{p}_A.live -= 64", *body, *_charge(64, p, op=2)]
+        assert tighten(lines)[0] == lines

@@ -21,6 +21,7 @@ from tempo.runtime.stores import (
     Layout,
     MemoryAccountant,
     array_ops,
+    slot_put,
     storage_of,
 )
 from tempo.runtime.stores_deferred import DeferredBlockStore, stack_along
@@ -92,7 +93,7 @@ def _layout(backend: str, acct: MemoryAccountant) -> Layout:
         return torch.movedim(x, a, 0) if backend == "torch" else np.moveaxis(x, a, 0)
 
     return Layout(TensorId(0, 0), 0, (2, 3), alloc, storage_of(backend), front, cat, select,
-                  put, acct)
+                  put, acct, slot_put(backend))  # (as the executor makes it)
 
 
 def _block(backend: str, acct: MemoryAccountant, deferred: bool) -> BlockStore:
@@ -120,9 +121,9 @@ def test_block_store_reads_views_and_frees_blocks(backend: str, deferred: bool) 
 
 @pytest.mark.parametrize("backend", ["torch", "numpy"])
 def test_block_store_writes_in_any_order_and_reopens_freed_blocks(backend: str) -> None:
-    """The slot views a block's first write makes for all its slots (torch: one unbind)
-    hold every later write, in any order; a freed block reopens with fresh views; block
-    reads give the written rows of one or several blocks."""
+    """Writes in any order land in their slots, read back as points (slot views made at
+    the first point read: torch's one unbind) and as blocks; a freed block reopens with
+    fresh views; block reads give the written rows of one or several blocks."""
     acct = MemoryAccountant(None, str)
     s = _block(backend, acct, deferred=False)
     rng = np.random.default_rng(3)
@@ -222,3 +223,42 @@ def test_a_torch_store_front_gives_size_1_dims_their_contiguous_stride() -> None
                                rtol=1e-6, atol=1e-6)
     front[2].fill_(7.0)
     assert bool((buf[:, :, 2] == 7.0).all())
+
+
+@pytest.mark.parametrize("shape", [(2, 3), ()])
+@pytest.mark.parametrize("backend", ["torch", "numpy"])
+def test_block_writes_make_no_slot_views_and_reach_views_handed_out(backend: str,
+                                                                    shape: tuple) -> None:
+    """A write is one assignment into the block's front (`slot_put`): no slot view is made
+    for it (E1 made and freed 2,048 a run only to write through each once). A point read
+    then makes the block's views; a later write into a slot whose view was handed out
+    shows through it, and (torch) moves the version `region_folds.Prepared` checks."""
+    acct = MemoryAccountant(None, str)
+    if backend == "torch":
+        def alloc(s: tuple[int, ...]) -> object:
+            return torch.empty(s)
+    else:
+        def alloc(s: tuple[int, ...]) -> object:
+            return np.empty(s, np.float32)
+    lay = _layout(backend, acct)
+    lay = Layout(TensorId(0, 0), 0, shape, alloc, storage_of(backend), lay.move, lay.cat,
+                 lay.select, lay.put, acct, slot_put(backend))
+    s = BlockStore(lay, 4)
+    rng = np.random.default_rng(5)
+    wrap = (lambda a: torch.from_numpy(a)) if backend == "torch" else (lambda a: a)
+    pts = [rng.standard_normal(shape).astype(np.float32) for _ in range(6)]
+    for k in (4, 0, 2, 1, 5, 3):
+        s.write((), k, wrap(pts[k]))
+    assert all(v is None for slots in s.slots.values() for v in slots)  # no views made
+    got = np.concatenate([np.asarray(b)[lo:hi] for b, lo, hi in s.read_blocks((), 0, 6)])
+    np.testing.assert_array_equal(got, np.stack(pts))
+    view = s[(1,)]
+    np.testing.assert_array_equal(np.asarray(view), pts[1])
+    version = view._version if backend == "torch" else None
+    new = rng.standard_normal(shape).astype(np.float32)
+    s.write((), 1, wrap(new))
+    np.testing.assert_array_equal(np.asarray(view), new)
+    if backend == "torch":
+        assert view._version > version
+    s.pop_range((), 0, 6)
+    assert acct.live == 0 and len(s) == 0

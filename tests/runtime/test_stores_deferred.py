@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from tempo.core.sdg import TensorId
-from tempo.runtime.stores import Layout, MemoryAccountant, array_ops, storage_of
+from tempo.runtime.stores import Layout, MemoryAccountant, array_ops, slot_put, storage_of
 from tempo.runtime.stores_deferred import DeferredBlockStore, stack_along
 
 
@@ -24,7 +24,7 @@ def _store(backend: str) -> DeferredBlockStore:
         return torch.movedim(x, a, 0) if backend == "torch" else np.moveaxis(x, a, 0)
 
     lay = Layout(TensorId(0, 0), 1, (3,), alloc, storage_of(backend), front, cat, select, put,
-                 MemoryAccountant(None, str))
+                 MemoryAccountant(None, str), slot_put(backend))
     return DeferredBlockStore(lay, 4, stack_along(backend))
 
 

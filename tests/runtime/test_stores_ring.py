@@ -26,6 +26,7 @@ from tempo.runtime.stores import (
     Layout,
     MemoryAccountant,
     array_ops,
+    slot_put,
     storage_of,
 )
 from tempo.runtime.stores_ring import RingStore
@@ -49,7 +50,7 @@ def _layout(backend: str, acct: MemoryAccountant) -> Layout:
             return np.moveaxis(x, a, 0)  # type: ignore[arg-type]
 
     return Layout(TensorId(0, 0), 0, (2, 3), alloc, storage_of(backend), front, cat, select,
-                  put, acct)
+                  put, acct, slot_put(backend))  # (as the executor makes it)
 
 
 def _rows(blocks: list) -> np.ndarray:

@@ -32,6 +32,7 @@ from tempo.runtime.missing import (
 )
 from tempo.runtime.regions import failing_member
 from tempo.runtime.static_args import bind_bounds
+from tempo.runtime.store_arrays import array_ops, slot_put, storage_of
 from tempo.runtime.store_choice import StoreKind, choose, compaction_slack
 from tempo.runtime.stores import (
     BlockStore,
@@ -39,8 +40,6 @@ from tempo.runtime.stores import (
     Layout,
     MemoryAccountant,
     TrackedStore,
-    array_ops,
-    storage_of,
 )
 from tempo.runtime.stores_deferred import DeferredBlockStore, stack_along
 from tempo.runtime.stores_ring import RingStore
@@ -244,7 +243,7 @@ class PythonExecutor(Executor):
         select, put, cat = array_ops(be.name)
         lay = Layout(tid, kind.dim, shape,
                      lambda s: be.alloc_block(0, s, dt, at_front=False), storage_of(be.name),
-                     be.move_to_front, cat, select, put, self.accountant)
+                     be.move_to_front, cat, select, put, self.accountant, slot_put(be.name))
         if kind.kind == "ring":
             return RingStore(lay, kind.size, self.cfg.inc_statify_block_size, kind.rotated)
         if kind.kind == "circular":
