@@ -29,7 +29,12 @@ pair as one call (torch's addmm: `tempo.runtime.region_folds`)."""
 LINEAR_BATCH = "fold:linear_batch"
 """As LINEAR_ROWS with `x` a batch of rows (..., M, K) and `b` a bias row (torch's
 F.linear)."""
-FOLD_TAGS = frozenset({LINEAR_ROWS, LINEAR_BATCH})
+TANH_GRAD = "fold:tanh_grad"
+"""Tag of a region member `g * (1 - y*y)`'s outer mul (tanh's gradient rule, `y` its
+value, both multiplicands reading the same value) whose shapes the grouping pass checked
+equal (`g`, `y` of one static shape and float dtype, the 1 a scalar constant): torch runs
+the three members as one `tanh_backward(g, y)` (`tempo.runtime.region_folds`)."""
+FOLD_TAGS = frozenset({LINEAR_ROWS, LINEAR_BATCH, TANH_GRAD})
 """Tags that change how a region body is lowered: part of its structure (cache) key."""
 
 
