@@ -3,7 +3,9 @@ grouping pass tags the outer mul: `grouping_folds.tanh_grad_tag`; the runtime fo
 `region_folds`): a tanh MLP's values and weight gradients against torch eager on torch,
 jax and numpy, with vectorisation (the learner's batched backward: folded) and without;
 the kernel against float64; and the near misses that must keep their three calls (a
-constant other than 1, two different factors, a broadcast `y`) with numpy's values."""
+constant other than 1, two different factors, a broadcast `y`) with numpy's values.
+Likewise the batched gradient into a trunk under two scalar heads, `g_v * w_v + g_p * w_p`
+(columns times rows), runs as one K = 2 matmul (`grouping_folds.outer_sum_tag`)."""
 
 from __future__ import annotations
 
@@ -21,7 +23,7 @@ from tempo.api import TempoContext
 from tempo.api.nn.linear import Linear
 from tempo.core.configs import ExecutionConfig
 from tempo.core.dtype import dtypes
-from tempo.core.ops_region import TANH_GRAD, RegionOp
+from tempo.core.ops_region import OUTER_SUM, OUTER_SUM_TAGS, TANH_GRAD, RegionOp
 from tempo.runtime import region_folds
 
 T_, M, K, H = 4, 5, 6, 8
@@ -151,3 +153,78 @@ def test_only_the_tanh_gradient_is_folded(case: str, backend: str) -> None:
     np.testing.assert_allclose(got.reshape(want.shape), want, rtol=1e-6, atol=1e-6)
     tagged = any(TANH_GRAD in m.tags for r in regs for m in r.body)
     assert tagged == (case == "the_gradient"), regs
+
+
+WV, WP = (RNG.standard_normal((H, 1)).astype(np.float32) for _ in range(2))
+
+
+def _two_heads(backend: str, vec: bool) -> tuple[dict[str, np.ndarray], list[RegionOp]]:
+    """A tanh trunk under two scalar heads (PPO's value and mean): the trunk's gradient is
+    `g_v * w_v^T + g_p * w_p^T`, two column-times-row products and their sum."""
+    ctx = TempoContext(_config(backend, vec), num_dims=1)
+    ((t, T),) = ctx.variables_and_bounds
+    got: dict[str, list[np.ndarray]] = {"w1": [], "wv": []}
+    with ctx:
+        l1 = Linear(K, H, w_init_fun=_const(W1), b_init_fun=_const(B1))
+        wv, wp = RT.const(WV, requires_grad=True), RT.const(WP, requires_grad=True)
+        h = l1(_source(X, t).reshape((M, 1, K))).tanh()  # (M, 1, H)
+        v, p = h @ wv, h @ wp  # (M, 1, 1) each
+        ((v * v).sum() + (p.exp()).sum()).backward()
+        l1.w.grad.sink_udf(lambda g: got["w1"].append(np.asarray(g).copy()))
+        wv.grad.sink_udf(lambda g: got["wv"].append(np.asarray(g).copy()))
+    exe = ctx.compile({T: T_})
+    exe.execute()
+    return {k: got[k][-1] for k in got}, _regions(exe)
+
+
+@pytest.mark.parametrize("vec", [True, False], ids=["vec", "loop"])
+@pytest.mark.parametrize("backend", ["torch", "jax", "numpy"])
+def test_two_heads_gradient_into_the_trunk(backend: str, vec: bool) -> None:
+    got, regs = _two_heads(backend, vec)
+    w1 = torch.tensor(W1, requires_grad=True)
+    wv, wp = (torch.tensor(w, requires_grad=True) for w in (WV, WP))
+    h = torch.tanh(torch.from_numpy(X).reshape(T_, M, 1, K) @ w1.T + torch.from_numpy(B1))
+    v, p = h @ wv, h @ wp
+    ((v * v).sum() + p.exp().sum()).backward()
+    np.testing.assert_allclose(got["w1"], w1.grad.numpy(), rtol=2e-5, atol=2e-5)
+    np.testing.assert_allclose(got["wv"], wv.grad.numpy(), rtol=2e-5, atol=2e-5)
+    if not vec:  # (per point the products stay (1, 1) @ (1, H) matmuls: nothing to tag)
+        return
+    tags = {t for r in regs for m in r.body for t in m.tags if t in OUTER_SUM_TAGS}
+    assert tags, "the batched trunk's gradient is tagged"
+    if backend == "torch":
+        kinds = {f.kind for r in regs for f in region_folds.torch_folds(r).values()}
+        assert OUTER_SUM in kinds, kinds
+
+
+def test_the_outer_sum_kernel_against_float64() -> None:
+    kernel = region_folds.fold_kernel(OUTER_SUM)
+    gen = torch.Generator().manual_seed(4)
+    a, b = (torch.randn(16, 8, 1, 1, generator=gen) for _ in range(2))
+    for row in ((1, 32), (32,)):
+        u, v = (torch.randn(row, generator=gen) for _ in range(2))
+        got = kernel(a, b, u, v)
+        exact = a.double() * u.double() + b.double() * v.double()
+        assert got.shape == (16, 8, 1, 32) and got.dtype == torch.float32
+        assert (got.double() - exact).abs().max().item() <= \
+            2 * torch.finfo(torch.float32).eps * exact.abs().max().item()
+        assert torch.allclose(got, a * u + b * v, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("both", [True, False], ids=["two_outer", "outer_plus_matrix"])
+def test_only_sums_of_two_outer_products_are_tagged(both: bool) -> None:
+    def fn(g: RT, y: RT, z: RT) -> RT:
+        outer = g.sum(1).reshape((M, 1)) * z.mean(0).reshape((1, H))
+        return outer + (y.sum(1).reshape((M, 1)) * g.mean(0).reshape((1, H)) if both
+                        else g * z)
+
+    got, regs = _near_miss("torch", fn)
+    y_np = np.tanh(U)
+    outer = G.sum(2, keepdims=True) * Z.mean(1, keepdims=True)
+    want = outer + (y_np.sum(2, keepdims=True) * G.mean(1, keepdims=True) if both else G * Z)
+    np.testing.assert_allclose(got.reshape(want.shape), want, rtol=1e-5, atol=1e-5)
+    tagged = any(t in OUTER_SUM_TAGS for r in regs for m in r.body for t in m.tags)
+    assert tagged == both
+    if both:
+        kinds = {f.kind for r in regs for f in region_folds.torch_folds(r).values()}
+        assert OUTER_SUM in kinds, kinds

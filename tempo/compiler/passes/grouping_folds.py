@@ -4,8 +4,9 @@ shapes and dtypes are known here, not where the region's body is lowered, and ch
 them at every call would cost more than the fold saves (a few us of Python per check on
 this CPU). The SDG and every rule stay as they are: a tag only says that the pair
 `matmul(x, w) + b` is a linear map with a bias row (`LINEAR_ROWS`, `LINEAR_BATCH`) or,
-for a matrix `x`, plus a matrix of its output's shape (`LINEAR_ROWS`), or that a mul is
-tanh's gradient `g * (1 - y*y)` over operands of one shape (`TANH_GRAD`)."""
+for a matrix `x`, plus a matrix of its output's shape (`LINEAR_ROWS`), that a mul is
+tanh's gradient `g * (1 - y*y)` over operands of one shape (`TANH_GRAD`), or that an add
+sums two outer products of a column and a row (`OUTER_SUM`)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from tempo.compiler.passes.dedup import signature
 from tempo.core import ops
 from tempo.core.dtype import dtypes
 from tempo.core.op_base import Op
-from tempo.core.ops_region import LINEAR_BATCH, LINEAR_ROWS, TANH_GRAD
+from tempo.core.ops_region import LINEAR_BATCH, LINEAR_ROWS, OUTER_SUM, TANH_GRAD
 from tempo.core.sdg import SDG, Edge
 from tempo.schedule.grouping import is_basis
 
@@ -25,7 +26,8 @@ def tagged_body(sdg: SDG, members: list[int], body: tuple[Op, ...]) -> tuple[Op,
     position = {m: k for k, m in enumerate(members)}
     out = list(body)
     for k, m in enumerate(members):
-        tag = linear_tag(sdg, m, position) or tanh_grad_tag(sdg, m, position)
+        tag = (linear_tag(sdg, m, position) or tanh_grad_tag(sdg, m, position)
+               or outer_sum_tag(sdg, m, position))
         if tag is not None:
             out[k] = replace(out[k], tags=out[k].tags | {tag})
     return tuple(out)
@@ -135,3 +137,39 @@ def tanh_grad_tag(sdg: SDG, mul: int, position: dict[int, int]) -> str | None:
             continue
         return TANH_GRAD
     return None
+
+
+def outer_sum_tag(sdg: SDG, add: int, position: dict[int, int]) -> str | None:
+    """OUTER_SUM + the columns' sides when op `add` is `a * u + b * v` with both muls
+    members of the region read at the same point, `a`, `b` columns (..., M, 1) of one
+    static shape, `u`, `v` rows (1, N) or (N,) of one static shape, one float dtype; else
+    None."""
+    op = sdg.ops[add]
+    if not (isinstance(op, ops.BinaryOp) and op.fn == "add"):
+        return None
+    ins = _inputs(sdg, add)
+    if len(ins) != 2:
+        return None
+    sides, cols, rows, types = [], set(), set(), set()
+    for e in ins:
+        mul = _member_producer(sdg, e, position, ops.BinaryOp, "mul")
+        if mul is None:
+            return None
+        pair = _inputs(sdg, mul)
+        shapes = [_static(sdg, f) for f in pair]
+        side = next((s for s in (0, 1) if _column_and_row(shapes[s], shapes[1 - s])), None)
+        if side is None:
+            return None
+        sides.append(side)
+        cols.add(shapes[side])
+        rows.add(shapes[1 - side])
+        types |= {sdg.tensors[f.src].dtype for f in pair}
+    if len(cols) != 1 or len(rows) != 1 or len(types) != 1 or not dtypes.is_float(types.pop()):
+        return None
+    return f"{OUTER_SUM}{sides[0]}{sides[1]}"
+
+
+def _column_and_row(col: tuple[int, ...] | None, row: tuple[int, ...] | None) -> bool:
+    """`col` is (..., M, 1) and `row` (1, N) or (N,) (their product (..., M, N))."""
+    return (col is not None and row is not None and len(col) >= 2 and col[-1] == 1
+            and (len(row) == 1 or (len(row) == 2 and row[0] == 1)))
