@@ -285,6 +285,8 @@ def linear_tanh_kernel(rows: bool, compiled: bool = False, form: str | None = No
 
     addmm = torch.addmm
     native = (form or cpu_tanh_form()) == NATIVE
+    if native and not rows and not compiled:
+        return linear_tanh_batch_kernel()
     finish = tanh_in_place if native else tanh_of_doubled()
     memo = Prepared(lambda wc: wc)
 
@@ -303,6 +305,33 @@ def linear_tanh_kernel(rows: bool, compiled: bool = False, form: str | None = No
         return finish(s if rows else s.view(*x.shape[:-1], w.shape[1]))
 
     return linear_tanh
+
+
+def linear_tanh_batch_kernel() -> Kernel:
+    """`tanh(x @ w + b)` for a batch of rows `x` (..., M, K), tanh native: `F.linear` then
+    `tanh_`. torch flattens a contiguous batch into one addmm in C++; the Python reshape
+    and view around addmm cost ~3 us of the ~14 per call at (64, 1, 64) @ (64, 64) (11.5
+    vs 14.2 us, one thread; PPO's rollout makes three per env step). A strided batch is
+    copied into rows, as the matmul kernel does."""
+    import torch
+    import torch.nn.functional as F  # noqa: N812
+
+    addmm, linear = torch.addmm, F.linear
+    memo = Prepared(lambda wc: wc.mT)  # F.linear's (N, K) operand; .mT of it is (K, N)
+
+    def linear_tanh_batch(x: Any, w: Any, b: Any) -> Any:
+        ref = memo.ref  # the hit path inlined (linear_kernel's)
+        if ref is not None and ref() is w and w._version == memo.version and memo.wp \
+                is not None:
+            wt = memo.wp
+        else:
+            wt = memo(w)
+        if x.is_contiguous():
+            return linear(x, wt, b).tanh_()
+        return addmm(b, x.reshape(-1, x.shape[-1]), wt.mT).tanh_().view(
+            *x.shape[:-1], w.shape[1])
+
+    return linear_tanh_batch
 
 
 CONTIGUOUS_ONCE_BYTES = 1 << 20

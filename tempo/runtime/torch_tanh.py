@@ -5,6 +5,9 @@ Neither wins everywhere with torch 2.13: on the 2026-11-23 machine the CPU tanh 
 sigmoid (11.0 vs 6.4 us at 64x64, 592 vs 107 us at 4096x64, one thread, AVX-512), and on
 the 2026-11-28 one (same torch, AVX-512) tanh was the faster (2.8 vs 3.0 us at 64x64, 100
 vs 128 us at 4096x64; addmm + tanh_ 10.1 vs 13.3 us for the sigmoid fold's three calls).
+The thread setting matters too: with torch's default two threads on the loaded 2-core
+machine, `torch.tanh` (and `exp`) of a 64x64 tensor took ~12 ms per call (parallelised at
+4096 elements, waiting for a descheduled thread) where `sigmoid` took 3 us.
 So the choice is measured once per process, at the first tanh a torch CPU kernel needs
 (`cpu_tanh_form`: ~20-40 ms), and kept; `TEMPO_TORCH_CPU_TANH=native|sigmoid` fixes it
 (reproducible runs, tests of both forms). Both are within 2e-7 of float64 tanh in float32

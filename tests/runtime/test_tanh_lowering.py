@@ -66,8 +66,10 @@ def _slow(kernel: Any, seconds: float) -> Any:
 
 @pytest.mark.parametrize("slow", torch_tanh.FORMS)
 def test_the_measurement_picks_the_faster_kernel(slow: str) -> None:
-    kernels = {f: torch_tanh.tanh_kernel(f) for f in torch_tanh.FORMS}
-    kernels[slow] = _slow(kernels[slow], 2e-3)  # far above either form's own time
+    """(Stand-in kernels: on a loaded machine torch's own can take ms per call with two
+    threads, so real kernels would not separate reliably.)"""
+    kernels = {f: (lambda x: x) for f in torch_tanh.FORMS}
+    kernels[slow] = _slow(kernels[slow], 1e-3)
     got = torch_tanh.faster_form(rounds=2, budget_s=1e-3, kernels=kernels)
     assert got != slow and got in torch_tanh.FORMS
 
