@@ -29,7 +29,20 @@ pair as one call (torch's addmm: `tempo.runtime.region_folds`)."""
 LINEAR_BATCH = "fold:linear_batch"
 """As LINEAR_ROWS with `x` a batch of rows (..., M, K) and `b` a bias row (torch's
 F.linear)."""
-FOLD_TAGS = frozenset({LINEAR_ROWS, LINEAR_BATCH})
+TANH_GRAD = "fold:tanh_grad"
+"""Tag of a region member `g * (1 - y*y)`'s outer mul (tanh's gradient rule, `y` its
+value, both multiplicands reading the same value) whose shapes the grouping pass checked
+equal (`g`, `y` of one static shape and float dtype, the 1 a scalar constant): torch runs
+the three members as one `tanh_backward(g, y)` (`tempo.runtime.region_folds`)."""
+OUTER_SUM = "fold:outer_sum:"
+"""Prefix of the tag of a region member `a * u + b * v` add (the two muls members of the
+region) where in each mul one factor is a column `(..., M, 1)` and the other a row
+`(1, N)` or `(N,)` of one static shape (the gradient into a trunk of two scalar heads: PPO's
+`g_v * w_v + g_pi * w_pi`), all of one float dtype. The tag ends with the side (0/1) of
+the column in each mul, in the add's input order (`outer_sum_tag`): torch runs the three
+members as one (..., M, 2) @ (2, N) matmul (`tempo.runtime.region_folds`)."""
+OUTER_SUM_TAGS = frozenset(f"{OUTER_SUM}{i}{j}" for i in (0, 1) for j in (0, 1))
+FOLD_TAGS = frozenset({LINEAR_ROWS, LINEAR_BATCH, TANH_GRAD}) | OUTER_SUM_TAGS
 """Tags that change how a region body is lowered: part of its structure (cache) key."""
 
 

@@ -109,29 +109,22 @@ def _torch_unary() -> dict[str, Kernel]:
 
 
 def _torch_unary_kernel(op: ops.UnaryOp, be: Any) -> Kernel:
-    """tanh on a CPU device is `torch_tanh_cpu` (API.md's activation: 2*sigmoid(2x)-1);
-    every other fn, and tanh on a GPU (or "fake-gpu", which takes the GPU paths: `on_cpu`
-    is False), is torch's own function."""
+    """tanh on a CPU device is `torch_tanh_cpu` (torch's tanh or API.md's 2*sigmoid(2x)-1,
+    whichever this machine runs faster); every other fn, and tanh on a GPU (or "fake-gpu",
+    which takes the GPU paths: `on_cpu` is False), is torch's own function."""
     if op.fn == "tanh" and getattr(be, "on_cpu", True):
         return torch_tanh_cpu()
     return _torch_unary()[op.fn]
 
 
-@functools.cache
-def torch_tanh_cpu() -> Kernel:
-    """tanh(x) as API.md defines the activation, `2*sigmoid(2x) - 1`, in three torch calls:
-    torch 2.13's CPU tanh costs 2.5 ns per float32 element, 5x its sigmoid (one thread,
-    AVX-512, 2026-11-23: 11.0 vs 6.4 us per call at 64x64, 592 vs 107 us at 4096x64), and
-    PPO's rollout runs a 64x64 tanh three times per env step. Max abs error against
-    float64 tanh 1.8e-7 over [-12, 12] (torch.tanh: 3e-8; float32's ulp at 1 is 1.2e-7);
-    `tests/runtime/test_tanh_lowering.py` holds it to that. The gradient rule is
-    unchanged: d/dx (2 sigmoid(2x) - 1) = 1 - y^2 exactly, as for tanh."""
-    import torch
+def torch_tanh_cpu(form: str | None = None) -> Kernel:
+    """tanh on a CPU device: torch's own, or API.md's `2*sigmoid(2x) - 1` in three calls,
+    whichever this machine runs faster (measured once per process, `form` None) or `form`
+    (`tempo.runtime.torch_tanh`, whose docstring has the numbers). The gradient rule is
+    the same for both: d/dx (2 sigmoid(2x) - 1) = 1 - y^2 exactly, as for tanh."""
+    from tempo.runtime.torch_tanh import tanh_kernel
 
-    from tempo.runtime.region_folds import tanh_of_doubled
-
-    mul, finish = torch.mul, tanh_of_doubled()
-    return lambda x: finish(mul(x, 2.0))
+    return tanh_kernel(form)
 
 
 @functools.cache

@@ -12,11 +12,12 @@ The SDG and its gradient rules are untouched: a fold is how the region is lowere
 - `mul(x, sigmoid(x))` (what `swish`/`silu` records) is `F.silu(x)`: one call instead of
   two (one of the ~12 a GPT-2-core layer's MLP region makes per step); silu rounds once
   where the pair rounds twice, so results differ by at most an ulp or so.
-- `tanh(matmul(x, w) + b)` on a CPU device (tanh lowered as API.md's `2*sigmoid(2x) - 1`,
-  `tempo.prims.elementwise.torch_tanh_cpu`) starts from `addmm(b, x, w, beta=2, alpha=2)`,
-  which is 2(xw + b) bit for bit (scaling by 2 is exact), so the fold is three calls
-  (addmm, in-place sigmoid, 2s - 1) for the four of matmul, add, 2x and sigmoid: -1.5 us
-  and one 64x64 allocation per layer and env step of PPO's rollout.
+- `tanh(matmul(x, w) + b)` on a CPU device runs in the CPU tanh's form (measured per
+  machine, `tempo.runtime.torch_tanh`): `addmm` + `tanh_` in place (native), or, for
+  API.md's `2*sigmoid(2x) - 1`, `addmm(b, x, w, beta=2, alpha=2)`, which is 2(xw + b)
+  bit for bit (scaling by 2 is exact), + in-place sigmoid + 2s - 1. Either way the fold
+  equals its unfolded calls bit for bit, one call and one allocation fewer per layer and
+  env step of PPO's rollout.
 
 A fold applies where the first member's value is read only by the second (else both
 calls are needed anyway).
@@ -24,14 +25,23 @@ calls are needed anyway).
 
 from __future__ import annotations
 
-import functools
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from tempo.core import ops
-from tempo.core.ops_region import FOLD_TAGS, LINEAR_BATCH, LINEAR_ROWS, Ref, RegionOp
+from tempo.core.ops_region import (
+    LINEAR_BATCH,
+    LINEAR_ROWS,
+    OUTER_SUM,
+    OUTER_SUM_TAGS,
+    TANH_GRAD,
+    Ref,
+    RegionOp,
+)
+
+LINEAR_TAGS = frozenset({LINEAR_ROWS, LINEAR_BATCH})
 
 Kernel = Callable[..., Any]
 
@@ -91,8 +101,18 @@ def torch_folds(op: RegionOp, cpu: bool = True) -> Folds:
         if m.fn == "minimum":
             inner: tuple[type, str | None] = (ops.BinaryOp, "maximum")
             kind = "clamp"
-        elif m.fn == "add" and m.tags & FOLD_TAGS:
-            inner, kind = (ops.MatMulOp, None), next(iter(m.tags & FOLD_TAGS))
+        elif m.fn == "add" and m.tags & OUTER_SUM_TAGS and (
+                fold := _outer_sum_fold(op, m, reads, uses, taken)) is not None:
+            folds[k] = fold
+            taken |= {*fold.absorbed, k}
+            continue
+        elif m.fn == "add" and m.tags & LINEAR_TAGS:
+            inner, kind = (ops.MatMulOp, None), next(iter(m.tags & LINEAR_TAGS))
+        elif m.fn == "mul" and TANH_GRAD in m.tags and (
+                fold := _tanh_grad_fold(op, reads, uses, taken)) is not None:
+            folds[k] = fold
+            taken |= {*fold.absorbed, k}
+            continue
         elif m.fn == "mul":
             inner, kind = (ops.UnaryOp, "sigmoid"), "silu"
         else:
@@ -113,6 +133,39 @@ def torch_folds(op: RegionOp, cpu: bool = True) -> Folds:
     return _tanh_folds(op, folds, uses) if cpu else folds
 
 
+def _outer_sum_fold(op: RegionOp, m: Any, reads: tuple[Ref, ...], uses: list[int],
+                    taken: set[int]) -> Fold | None:
+    """The fold of an OUTER_SUM add `a * u + b * v` (columns a, b; rows u, v; the tag's
+    digits say which factor of each mul is the column): both muls are absorbed."""
+    sides = next(iter(m.tags & OUTER_SUM_TAGS)).removeprefix(OUTER_SUM)
+    found = [_sole_producer(op, r, uses, taken, ops.BinaryOp, "mul") for r in reads]
+    muls = [j for j in found if j is not None]
+    if len(muls) != 2 or muls[0] == muls[1]:
+        return None
+    cols = [op.reads[j][int(s)] for j, s in zip(muls, sides)]
+    rows = [op.reads[j][1 - int(s)] for j, s in zip(muls, sides)]
+    return Fold(tuple(muls), (*cols, *rows), OUTER_SUM)
+
+
+def _tanh_grad_fold(op: RegionOp, reads: tuple[Ref, ...], uses: list[int],
+                    taken: set[int]) -> Fold | None:
+    """The fold of a TANH_GRAD mul `g * (1 - p*q)` (the grouping pass checked that p and q
+    are the same value and the 1 a constant one): the sub and the square are absorbed, and
+    q's own member where it is a separate copy of p read by the square alone."""
+    for side in (0, 1):
+        s = _sole_producer(op, reads[side], uses, taken, ops.BinaryOp, "sub")
+        if s is None:
+            continue
+        sq = _sole_producer(op, op.reads[s][1], uses, taken, ops.BinaryOp, "mul")
+        if sq is None:
+            continue
+        p, q = op.reads[sq]
+        twin = q != p and not q.is_input and q.output == 0 and uses[q.member] == 1 \
+            and q.member not in taken
+        return Fold((q.member, sq, s) if twin else (sq, s), (reads[1 - side], p), TANH_GRAD)
+    return None
+
+
 def _tanh_folds(op: RegionOp, folds: Folds, uses: list[int]) -> Folds:
     """`folds` where each tanh member whose input is a linear fold's value (read by it
     alone) absorbs that fold: `linear_kernel(tanh=True)` runs the three."""
@@ -122,7 +175,7 @@ def _tanh_folds(op: RegionOp, folds: Folds, uses: list[int]) -> Folds:
         r = reads[0]
         inner = None if r.is_input or r.output != 0 or uses[r.member] != 1 \
             else folds.get(r.member)
-        if inner is None or inner.kind not in FOLD_TAGS:
+        if inner is None or inner.kind not in LINEAR_TAGS:
             continue
         del folds[r.member]
         folds[k] = Fold((*inner.absorbed, r.member), inner.reads, inner.kind + TANH)
@@ -138,6 +191,10 @@ def fold_kernel(kind: str, compiled: bool = False) -> Kernel:
         return torch.clamp
     if kind == "silu":
         return silu_kernel()
+    if kind == TANH_GRAD:
+        return torch.ops.aten.tanh_backward.default
+    if kind == OUTER_SUM:
+        return outer_sum_kernel()
     base = kind.removesuffix(TANH)
     if base in (LINEAR_ROWS, LINEAR_BATCH):
         return linear_kernel(base == LINEAR_ROWS, compiled, tanh=base != kind)
@@ -156,6 +213,21 @@ def silu_kernel() -> Kernel:
         return silu(x) if x.is_floating_point() else x * sigmoid(x)
 
     return swish
+
+
+def outer_sum_kernel() -> Kernel:
+    """`a * u + b * v` for columns a, b (..., M, 1) and rows u, v (1, N) or (N,) as one matmul
+    `[a b] @ [u; v]` (K = 2): one pass writing the (..., M, N) result where the members
+    make three (two products and their sum: 180 vs 67 us at (64, 64, 1, 1) x (1, 64), one
+    thread). The matmul may fuse the two products' sum (an FMA): equal up to an ulp."""
+    import torch
+
+    cat, matmul, stack = torch.cat, torch.matmul, torch.stack
+
+    def outer_sum(a: Any, b: Any, u: Any, v: Any) -> Any:  # rows (1, N) or (N,)
+        return matmul(cat((a, b), -1), cat((u, v), 0) if u.dim() == 2 else stack((u, v)))
+
+    return outer_sum
 
 
 def linear_kernel(rows: bool, compiled: bool = False, tanh: bool = False) -> Kernel:
@@ -201,13 +273,21 @@ def linear_kernel(rows: bool, compiled: bool = False, tanh: bool = False) -> Ker
     return linear_batch
 
 
-def linear_tanh_kernel(rows: bool, compiled: bool = False) -> Kernel:
-    """`tanh(matmul(x, w) + b)` as `2*sigmoid(2(xw + b)) - 1` (module docstring): addmm
-    scaled by 2, sigmoid in place, one add; a batch of rows (`rows` False) is viewed as
-    rows (a strided one is copied into rows, as the matmul kernel does)."""
+def linear_tanh_kernel(rows: bool, compiled: bool = False, form: str | None = None) -> Kernel:
+    """`tanh(matmul(x, w) + b)` in the CPU tanh's `form` (None: the one measured faster on
+    this machine, `torch_tanh.cpu_tanh_form`): `addmm` then `tanh_` in place (native), or
+    `2*sigmoid(2(xw + b)) - 1` as addmm scaled by 2, sigmoid in place, one add (module
+    docstring); a batch of rows (`rows` False) is viewed as rows (a strided one is copied
+    into rows, as the matmul kernel does)."""
     import torch
 
-    addmm, finish = torch.addmm, tanh_of_doubled()
+    from tempo.runtime.torch_tanh import NATIVE, cpu_tanh_form, tanh_in_place, tanh_of_doubled
+
+    addmm = torch.addmm
+    native = (form or cpu_tanh_form()) == NATIVE
+    if native and not rows and not compiled:
+        return linear_tanh_batch_kernel()
+    finish = tanh_in_place if native else tanh_of_doubled()
     memo = Prepared(lambda wc: wc)
 
     def linear_tanh(x: Any, w: Any, b: Any) -> Any:
@@ -220,32 +300,38 @@ def linear_tanh_kernel(rows: bool, compiled: bool = False) -> Kernel:
                 wp = memo.wp
             else:
                 wp = memo(w)
-        if rows:
-            s = addmm(b, x, wp, beta=2.0, alpha=2.0)
-        else:
-            s = addmm(b, x.reshape(-1, x.shape[-1]), wp, beta=2.0, alpha=2.0).view(
-                *x.shape[:-1], w.shape[1])
-        return finish(s)
+        x2 = x if rows else x.reshape(-1, x.shape[-1])
+        s = addmm(b, x2, wp) if native else addmm(b, x2, wp, beta=2.0, alpha=2.0)
+        return finish(s if rows else s.view(*x.shape[:-1], w.shape[1]))
 
     return linear_tanh
 
 
-@functools.cache
-def tanh_of_doubled() -> Kernel:
-    """`z2 -> tanh(z2 / 2)` as `2*sigmoid(z2) - 1`, z2 a fresh tensor it may overwrite (the
-    tail of the CPU tanh, `tempo.prims.elementwise.torch_tanh_cpu`, and of its fold): the
-    sigmoid in place, then one call for 2s - 1."""
+def linear_tanh_batch_kernel() -> Kernel:
+    """`tanh(x @ w + b)` for a batch of rows `x` (..., M, K), tanh native: `F.linear` then
+    `tanh_`. torch flattens a contiguous batch into one addmm in C++; the Python reshape
+    and view around addmm cost ~3 us of the ~14 per call at (64, 1, 64) @ (64, 64) (11.5
+    vs 14.2 us, one thread; PPO's rollout makes three per env step). A strided batch is
+    copied into rows, as the matmul kernel does."""
     import torch
+    import torch.nn.functional as F  # noqa: N812
 
-    add = torch.add
-    minus_one = {dt: torch.tensor(-1.0, dtype=dt)
-                 for dt in (torch.float16, torch.bfloat16, torch.float32, torch.float64)}
+    addmm, linear = torch.addmm, F.linear
+    memo = Prepared(lambda wc: wc.mT)  # F.linear's (N, K) operand; .mT of it is (K, N)
 
-    def finish(z2: Any) -> Any:
-        z2.sigmoid_()
-        return add(minus_one[z2.dtype], z2, alpha=2.0)
+    def linear_tanh_batch(x: Any, w: Any, b: Any) -> Any:
+        ref = memo.ref  # the hit path inlined (linear_kernel's)
+        if ref is not None and ref() is w and w._version == memo.version and memo.wp \
+                is not None:
+            wt = memo.wp
+        else:
+            wt = memo(w)
+        if x.is_contiguous():
+            return linear(x, wt, b).tanh_()
+        return addmm(b, x.reshape(-1, x.shape[-1]), wt.mT).tanh_().view(
+            *x.shape[:-1], w.shape[1])
 
-    return finish
+    return linear_tanh_batch
 
 
 CONTIGUOUS_ONCE_BYTES = 1 << 20

@@ -3,9 +3,10 @@
 it, `region_folds`): Linear layers' values and gradients against torch eager on torch,
 jax and numpy, with vectorisation (x a batch of rows) and without (x a matrix); the
 kernel against `matmul + add` bit for bit, with its weight copy reused only while the
-weight is the same unchanged tensor. On a CPU device tanh is API.md's 2*sigmoid(2x) - 1
-(`elementwise.torch_tanh_cpu`), and a tanh of a linear fold is folded with it: within
-2e-7 of float64 tanh, the fold bit for bit the unfolded calls."""
+weight is the same unchanged tensor. On a CPU device tanh is torch's own or API.md's
+2*sigmoid(2x) - 1, whichever the machine runs faster (`tempo.runtime.torch_tanh`), and a
+tanh of a linear fold is folded with it: both forms within 2e-7 of float64 tanh, each
+fold bit for bit its unfolded calls."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ from tempo.core.configs import ExecutionConfig
 from tempo.core.dtype import dtypes
 from tempo.core.ops_region import LINEAR_BATCH, LINEAR_ROWS, RegionOp
 from tempo.prims.elementwise import torch_tanh_cpu
-from tempo.runtime import region_folds
+from tempo.runtime import region_folds, torch_tanh
 
 T_, M, K, H, N = 4, 5, 6, 8, 3
 RNG = np.random.default_rng(7)
@@ -143,8 +144,9 @@ def test_a_weight_is_copied_at_its_second_call_and_only_while_unchanged() -> Non
     assert memo(big) is big  # too large to copy: kept as it is
 
 
-def test_cpu_tanh_is_within_2e_7_of_float64_tanh() -> None:
-    tanh = torch_tanh_cpu()
+@pytest.mark.parametrize("form", torch_tanh.FORMS)
+def test_cpu_tanh_is_within_2e_7_of_float64_tanh(form: str) -> None:
+    tanh = torch_tanh_cpu(form)
     x = torch.cat([torch.linspace(-12.0, 12.0, 200_001), torch.tensor([0.0, 30.0, -30.0])])
     got, want = tanh(x), torch.tanh(x.double())
     assert got.dtype == torch.float32 and got.shape == x.shape
@@ -156,15 +158,15 @@ def test_cpu_tanh_is_within_2e_7_of_float64_tanh() -> None:
     assert tanh(torch.tensor(0.5)).shape == ()
 
 
+@pytest.mark.parametrize("form", torch_tanh.FORMS)
 @pytest.mark.parametrize("rows", [True, False], ids=["addmm", "linear"])
 @pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
-def test_the_tanh_fold_equals_its_unfolded_calls_bit_for_bit(rows: bool,
-                                                             compiled: bool) -> None:
+def test_the_tanh_fold_equals_its_unfolded_calls_bit_for_bit(rows: bool, compiled: bool,
+                                                             form: str) -> None:
     g = torch.Generator().manual_seed(1)
-    tanh = torch_tanh_cpu()
+    tanh = torch_tanh_cpu(form)
     w, b = torch.randn(16, 12, generator=g).mT, torch.randn(16, generator=g)
-    kind = (LINEAR_ROWS if rows else LINEAR_BATCH) + region_folds.TANH
-    kernel = region_folds.fold_kernel(kind, compiled)
+    kernel = region_folds.linear_tanh_kernel(rows, compiled, form)
     xs = [torch.randn(9, 12, generator=g)] if rows else [
         torch.randn(4, 9, 12, generator=g),
         torch.randn(9, 12, generator=g).unsqueeze(0).expand(4, 9, 12)]
