@@ -3,7 +3,9 @@
 `TempoContext(cfg, num_dims=2)` makes dimensions `d0, d1`; programs name them locally,
 `(b, B), (t, T) = ctx.variables_and_bounds` (API.md §1). Errors and schedules should say
 `t` and `T`, so the statement that first takes the symbols is read (its AST) for the
-names it binds. Only plain unpackings are understood; anything else keeps the defaults.
+names it binds. Only plain unpackings are understood; anything else keeps the defaults in
+the symbols (and schedules), and errors find the user's names when they are read
+(tempo/api/error_names).
 """
 
 from __future__ import annotations

@@ -4,12 +4,14 @@
 from __future__ import annotations
 
 import contextlib
+import sys
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from tempo.api import dim_names as user_names
-from tempo.core import naming
+from tempo.api import error_names
+from tempo.core import errors, naming
 from tempo.core.configs import ExecutionConfig
 from tempo.core.domain import Domain, DomainLike
 from tempo.core.dtype import dtypes
@@ -23,6 +25,7 @@ DEFAULT_EXEC_CFG = ExecutionConfig.default()
 dtypes.default_int = _int_before  # importing must not switch the int dtype of other configs
 
 _state = threading.local()
+errors.NAMER = error_names.rename  # errors call unnamed dims by the user's bindings
 
 
 def _stack() -> list[TempoContext]:
@@ -55,6 +58,9 @@ class TempoContext:
         self._bounds: tuple[Symbol, ...] = tuple(b for _, b in pairs)
         self._extra: list[tuple[Symbol, Symbol]] = []
         self._named = dim_names is not None  # the dimensions' names are fixed
+        self._unnamed = dim_names is None and bool(self._vars)  # some are still `d<k>`
+        self._exit_names: dict[int, str] = {}  # symbol id -> the user's name (error_names)
+        self._exit_seen: set[Any] = set()  # code objects whose with-blocks were looked at
         self.sdg = SDG(Domain(self._vars))
         self._conditions: list[BooleanIndexValue] = []
         self._tags: list[str] = []
@@ -117,12 +123,14 @@ class TempoContext:
             return  # (a reserved word): the defaults stay
         self._vars = tuple(v for v, _ in made)
         self._bounds = tuple(b for _, b in made)
+        self._unnamed = any(error_names.DEFAULT.fullmatch(v.name) for v in self._vars)
         self.sdg = SDG(Domain(self._vars))
 
     def new_perm_var(self, bound: int) -> tuple[Symbol, Symbol]:
         """A new dimension appended to the universe with its bound fixed to `bound`."""
         var, ub = self.sdg.new_dim("d", bound)
         self._extra.append((var, ub))
+        self._unnamed = True
         return var, ub
 
     def knows(self, sym: Symbol) -> bool:
@@ -137,13 +145,20 @@ class TempoContext:
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        """Pop this context's innermost activation (an enclosing one stays active)."""
+        """Pop this context's innermost activation (an enclosing one stays active). A
+        context whose dims keep default names notes the names the block's frame binds them
+        to, for errors read after that frame is gone (tempo/api/error_names)."""
         st = _stack()
         for k in range(len(st) - 1, -1, -1):
             if st[k] is self:
                 del st[k]
                 break
         self._entered -= 1
+        if self._unnamed:
+            try:
+                error_names.remember(self, sys._getframe(1))
+            except Exception:  # noqa: BLE001 - naming is a courtesy, never an error
+                pass
 
     # ---------------------------------------------------------------- scoped state
     @contextlib.contextmanager

@@ -7,6 +7,7 @@ import copy
 import linecache
 import os
 import sys
+from collections.abc import Callable
 from types import FrameType
 
 _TEMPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -36,6 +37,13 @@ def user_site(skip_tempo: bool = True) -> str:
     return "<unknown>"
 
 
+# Renames what an error's text calls by internal names (`d0`, `D1`) to the names the user
+# bound those objects to (set by tempo.api.error_names; core imports nothing of ours).
+# Called only when the text is read, with the error and its text, so raising costs nothing
+# more and errors caught inside the library (control flow) never pay for it.
+NAMER: Callable[[TempoError, str], str] | None = None
+
+
 class TempoError(Exception):
     """Base of every error a Tempo user can cause."""
 
@@ -44,6 +52,28 @@ class TempoError(Exception):
         self.message = message  # without the site line, for errors that wrap this one
         super().__init__(message if site is None else f"{message}\n  at {site}")
 
+    def __str__(self) -> str:
+        """The message in the user's names (`NAMER`) when read from outside the library (a
+        user, pytest, a traceback); the text as raised if naming fails. The first argument
+        as is (a KeyError subclass would quote it)."""
+        text = str(self.args[0]) if len(self.args) == 1 else super().__str__()
+        namer = NAMER
+        if namer is None:
+            return text
+        done = self.__dict__.get("_named_text")
+        if done is not None and done[0] == text:
+            return str(done[1])
+        try:
+            if _read_by_tempo():
+                return text  # the library quoting it (a wrapping error is named itself)
+            named = namer(self, text)
+        except Exception:  # naming is a courtesy: it never hides the error itself
+            return text
+        if not isinstance(named, str):
+            return text
+        self.__dict__["_named_text"] = (text, named)
+        return named
+
     def at(self, site: str) -> TempoError:
         """This error (same class and message) named at `site` instead: for errors whose
         cause is a user call that does not appear on the stack where they are found."""
@@ -51,6 +81,14 @@ class TempoError(Exception):
         out.site = site
         out.args = (f"{self.message}\n  at {site}",)
         return out
+
+
+def _read_by_tempo() -> bool:
+    """Whether Tempo's own code asked for an error's text (two frames up: __str__'s caller);
+    False when nothing above __str__ is Python (the interpreter printing a traceback)."""
+    frame = sys._getframe(1).f_back
+    return frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(
+        _TEMPO_ROOT + os.sep)
 
 
 class IndexExprError(TempoError, ValueError):

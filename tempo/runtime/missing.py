@@ -13,10 +13,8 @@ from tempo.core.sdg import SDG, TensorId
 
 
 class TensorNotAvailableError(TempoError, KeyError):
-    """A read of a tensor (or a point of it) that the executor does not hold."""
-
-    def __str__(self) -> str:  # KeyError would quote the message
-        return str(self.args[0]) if self.args else ""
+    """A read of a tensor (or a point of it) that the executor does not hold (TempoError's
+    `__str__` comes first in the MRO, so the message is not quoted as KeyError's would be)."""
 
 
 def removed_error(recorded: SDG | None, cfg: ExecutionConfig, tid: TensorId
