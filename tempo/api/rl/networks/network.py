@@ -186,10 +186,8 @@ class NormalDistPiNetwork(Network):
         return lp.sum(tuple(range(1, lp.ndim))) if lp.ndim > 1 else lp
 
     def entropy(self) -> RecurrentTensor:
-        ent = self._need("dist", "entropy").entropy()
-        n = int(self._last["mu"].shape[0])
-        total = ent.sum() if ent.ndim else ent
-        return total.unsqueeze(0).expand((n,))
+        ent = self._need("dist", "entropy").entropy()  # (n, *action_shape), as torch's
+        return ent.sum(tuple(range(1, ent.ndim))) if ent.ndim > 1 else ent
 
 
 class QNetwork(Network):
