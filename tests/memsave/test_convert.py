@@ -226,3 +226,18 @@ def test_attention_behind_a_decorated_forward_is_found() -> None:
     assert hf_attention.is_hf_attention(FakeSelfAttention())
     model = bert()
     assert convert(model, ("attention",)).count("attention") == 2
+
+
+def test_memsave_md_keyword_form() -> None:
+    """MEMSAVE.md 5 writes `tempo.convert(model, gelu=True, layernorm=True, attention=True,
+    pattern="auto")`: a user's call in that form raised TypeError (unexpected keyword
+    'gelu') and `tempo.convert` did not exist."""
+    import tempo
+
+    assert tempo.convert is convert
+    model = bert()
+    report = tempo.convert(model, gelu=True, layernorm=False, attention=True, pattern="auto")
+    assert report.count("gelu") == 3 and report.count("attention") == 2
+    assert report.count("layernorm") == 0 and report.techniques == ("gelu", "attention")
+    with pytest.raises(ValueError, match="pattern"):
+        convert(bert(), pattern="registration-order")
