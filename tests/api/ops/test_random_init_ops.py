@@ -160,3 +160,30 @@ def test_const_ignores_domain_with_a_warning() -> None:
             RT.const(1.0, domain=None)
     got = run_static(lambda: RT.const([1.0, 2.0]))
     assert_same(got, torch.tensor([1.0, 2.0]))
+
+
+@pytest.mark.parametrize("backend", ["torch", "jax", "numpy"])
+def test_random_of_a_growing_shape(backend: str) -> None:
+    """A draw whose shape grows with t (MultiHeadAttention's dropout mask over the keys
+    0:t+1): jax's kernel took no symbolic-dim arguments ("rand() takes 0 positional
+    arguments but 1 was given", accept5b b08) where torch and numpy did. Each point draws
+    a fresh (t+1,) vector in [0, 1)."""
+    import dataclasses
+
+    from tempo.api import TempoContext
+    from tempo.core.configs import ExecutionConfig
+
+    cfg = dataclasses.replace(ExecutionConfig.test_cfg(), backend=backend)
+    ctx = TempoContext(cfg, num_dims=1)
+    ((t, T),) = ctx.variables_and_bounds
+    got: list[np.ndarray] = []
+    with ctx:
+        x = RT.placeholder((), "float32", domain=(t,))
+        x[True] = RT.from_symbol(t).cast("float32")
+        window = x[0:t + 1]
+        r = RT.random(window.shape, domain=(t,))
+        (r + window * 0.0).sink_udf(lambda v: got.append(np.asarray(v).copy()))
+    ctx.compile({T: 5}).execute()
+    assert [g.shape for g in got] == [(k + 1,) for k in range(5)]
+    allv = np.concatenate(got)
+    assert allv.min() >= 0.0 and allv.max() < 1.0 and len(np.unique(allv)) == allv.size
