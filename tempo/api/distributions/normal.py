@@ -71,7 +71,12 @@ class Normal(Distribution):
         return x
 
     def entropy(self) -> RecurrentTensor:
-        return self._batched(self.sigma.ln() + (0.5 + 0.5 * math.log(2 * math.pi)))
+        return self._batched(self.sigma_entropy())
+
+    def sigma_entropy(self) -> RecurrentTensor:
+        """The entropy per entry of sigma, before broadcasting against mu (a policy whose
+        sigma is state-independent sums this over the action dims once, not per sample)."""
+        return self.sigma.ln() + (0.5 + 0.5 * math.log(2 * math.pi))
 
     def cdf(self, x: Any) -> RecurrentTensor:
         z = (rt().lift(x) - self.mu) / (self.sigma * math.sqrt(2.0))
