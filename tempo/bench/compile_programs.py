@@ -165,7 +165,7 @@ def ppo_shaped(symbolic_batch: bool, envs: int = 64, steps: int = 64, iters: int
         norm = (adv - all_adv.mean()) / (all_adv.std() + 1e-8)
         logp = dist.log_prob(a)
         per_step = (-(logp * norm.detach()) + ((value - ret.detach()) ** 2) * 0.25
-                    - dist.entropy().sum() * 0.01)
+                    - dist.sigma_entropy().sum() * 0.01)  # sigma's, as before fd4e943
         loss = (per_step[i, 0:B, 0:T] if symbolic_batch else per_step[i, 0:T]).mean()
         _collect(loss, losses)
         loss.backward()

@@ -119,7 +119,21 @@ def softmax_dropout_matmul(
     return SoftmaxDropoutMatmulFunction.apply(scores, v, p, keep, mask_format)
 
 
-fused_attention_probs_matmul = softmax_dropout_matmul
+def fused_attention_probs_matmul(
+    scores: torch.Tensor,
+    v: torch.Tensor,
+    p: float = 0.0,
+    mask: torch.Tensor | None = None,
+    generator: torch.Generator | None = None,
+    *,
+    training: bool = True,
+    mask_format: str = "bit",
+) -> torch.Tensor:
+    """MEMSAVE.md 7.1's signature ``(scores, v, p, mask=None, generator=None)`` for
+    :func:`softmax_dropout_matmul`: its fourth positional argument is the keep-mask (as an
+    alias of softmax_dropout_matmul, whose fourth is ``training``, a positional mask was
+    taken for the training flag and raised 'Boolean value of Tensor ... is ambiguous')."""
+    return softmax_dropout_matmul(scores, v, p, training, mask, generator, mask_format)
 
 
 class SoftmaxDropoutMatmul(nn.Module):

@@ -135,15 +135,29 @@ def convert(
     mask_format: str = "bit",
     fits: Callable[[nn.Module, int], bool] | None = None,
     max_batch: int = 1024,
+    gelu: bool | None = None,
+    layernorm: bool | None = None,
+    attention: bool | None = None,
+    pattern: str = "auto",
 ) -> ConversionReport:
     """Convert ``model`` in place and return a report of the modules changed.
 
-    With ``auto=True``, ``fits(candidate_model, batch)`` must run one training step and return
+    ``gelu=``/``layernorm=``/``attention=`` switch one technique on or off (MEMSAVE.md 5's
+    ``convert(model, gelu=True, layernorm=True, attention=True, pattern="auto")``; the
+    attention pattern is always found automatically). With ``auto=True``,
+    ``fits(candidate_model, batch)`` must run one training step and return
     whether it fit the memory budget (e.g. :func:`tempo.memsave.memory.fits_under_cap`).
     Each candidate set (none, each technique alone, all of ``techniques``) is tried on a deep
     copy; the smallest set reaching the largest batch is applied to ``model``.
     """
-    chosen = [t for t in TECHNIQUES if t in _validate(techniques)]
+    if pattern != "auto":
+        raise ValueError(f"pattern={pattern!r}: only 'auto' (HF attention found by its module)"
+                         " is supported")
+    picked = _validate(techniques)
+    for name, on in (("gelu", gelu), ("layernorm", layernorm), ("attention", attention)):
+        if on is not None:
+            picked = picked | {name} if on else picked - {name}
+    chosen = [t for t in TECHNIQUES if t in picked]
     if not auto:
         return convert_modules(model, chosen, mask_format)
     if fits is None:

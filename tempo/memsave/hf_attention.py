@@ -10,6 +10,7 @@ transformers is imported lazily: this package must work without it.
 from __future__ import annotations
 
 import copy
+import inspect
 from typing import Any
 
 import torch
@@ -84,7 +85,10 @@ def is_hf_attention(module: nn.Module) -> bool:
     """An HF module whose own forward dispatches through ``ALL_ATTENTION_FUNCTIONS``."""
     if _model_name(module) is None or not hasattr(module, "config"):
         return False
-    code = getattr(type(module).forward, "__code__", None)
+    # transformers wraps attention forwards in decorators (functools.wraps; 5.24's
+    # deprecate_kwarg on BertSelfAttention/GPT2Attention/RobertaSelfAttention): the wrapper's
+    # code never names ALL_ATTENTION_FUNCTIONS, so look at the function it wraps
+    code = getattr(inspect.unwrap(type(module).forward), "__code__", None)
     return code is not None and "ALL_ATTENTION_FUNCTIONS" in code.co_names
 
 

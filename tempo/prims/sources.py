@@ -93,9 +93,26 @@ def _jax_rand(op: ops.RandOp, be: Any) -> Kernel:
     """One fresh key per call, split from the backend's key chain (seeded by the config)."""
     import jax
 
+    from tempo.runtime.backends.common import dynamic_shape, is_static
     from tempo.runtime.backends.jax import jit_shared
 
     shape, dt = tuple(op.shape), be.dtype(op.dtype)
+    if not is_static(op.shape):
+        # symbolic dims arrive as trailing args, as torch/numpy take them (a dropout mask
+        # over a growing attention window `0:t+1`); jit compiles once per concrete shape
+        resolve = dynamic_shape(op.shape)
+
+        def draw_dyn(key: Any, shp: tuple[int, ...]) -> tuple[Any, Any]:
+            key, sub = jax.random.split(key)
+            return key, jax.random.uniform(sub, shp, dtype=dt)
+
+        jdyn = jit_shared(op, draw_dyn, "dynamic", static_argnums=(1,))
+
+        def rand_dyn(*sym: Any) -> Any:
+            be.key, x = jdyn(be.key, tuple(int(d) for d in resolve(*sym)))
+            return x
+
+        return rand_dyn
 
     def draw(key: Any) -> tuple[Any, Any]:
         key, sub = jax.random.split(key)

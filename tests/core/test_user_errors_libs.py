@@ -211,6 +211,15 @@ def conv_given_the_wrong_channels(cfg: ExecutionConfig) -> None:
         Conv2d(3, 4, 3)(img)  # MISTAKE
 
 
+def lstm_cell_given_h_without_c(cfg: ExecutionConfig) -> None:
+    from tempo.api.nn.rnn import LSTMCell
+
+    ctx, t, T = ctx1(cfg)
+    with ctx:
+        cell = LSTMCell(3, 4)
+        cell(RT.ones((3,)), RT.zeros((4,)))  # MISTAKE
+
+
 def clip_norm_of_no_gradients(cfg: ExecutionConfig) -> None:
     from tempo.api.nn.utils import clip_norm
 
@@ -310,6 +319,7 @@ CASES: list[tuple[Callable[[ExecutionConfig], None], type[Exception], tuple[str,
     (normal_whose_parameters_do_not_broadcast, errors.ShapeError, ("mu", "(3,)", "(4,)")),
     (conv_given_the_wrong_channels, errors.ShapeError, ("2 channels", "takes 3")),
     (clip_norm_of_no_gradients, errors.TempoError, ("at least one gradient",)),
+    (lstm_cell_given_h_without_c, errors.TempoError, ("pair (h, c)", "RecurrentTensor")),
     (random_int_with_an_empty_range, errors.ArgumentError, ("low=5", "high=2")),
     (when_given_an_integer, errors.IndexExprError, ("boolean",)),
     (sink_udf_given_a_value, errors.TempoError, ("needs a function", "NoneType")),

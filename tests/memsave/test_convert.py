@@ -10,6 +10,7 @@ from tempo.memsave import InplaceGELU, InplaceLayerNorm, convert
 from tempo.memsave.memory import largest_batch
 
 transformers = pytest.importorskip("transformers")
+ALL_ATTENTION_FUNCTIONS: dict = {}  # a fake HF module's forward reads it (global: co_names)
 
 
 def bert(dropout=0.0, layers=2):
@@ -195,3 +196,48 @@ def test_auto_with_real_address_space_cap() -> None:
     report = convert(model, auto=True, fits=fits_under_cap(step, 96 * 2**20), max_batch=256)
     assert report.auto["baseline"] >= 1
     assert report.auto["gelu+layernorm+attention"] >= report.auto["baseline"]
+
+
+def test_attention_behind_a_decorated_forward_is_found() -> None:
+    """transformers 5.24 wraps BertSelfAttention/GPT2Attention.forward in a decorator: the
+    wrapper's code does not name ALL_ATTENTION_FUNCTIONS, and convert() silently converted no
+    attention at all (report 'attention: 0, skipped 0'; a layer kept 40 KB more than §4's
+    closed form at b=2, S=32). A decorated forward of our own must be seen through."""
+    import functools
+
+    from tempo.memsave import hf_attention
+
+    def deprecate(fn):  # type: ignore[no-untyped-def]
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):  # type: ignore[no-untyped-def]
+            return fn(*args, **kwargs)
+        return wrapper
+
+    class FakeSelfAttention(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.config = transformers.BertConfig(attn_implementation="eager")
+
+        @deprecate
+        def forward(self, x):  # type: ignore[no-untyped-def]
+            return ALL_ATTENTION_FUNCTIONS.get("eager", x)
+
+    FakeSelfAttention.__module__ = "transformers.models.bert.modeling_bert"
+    assert hf_attention.is_hf_attention(FakeSelfAttention())
+    model = bert()
+    assert convert(model, ("attention",)).count("attention") == 2
+
+
+def test_memsave_md_keyword_form() -> None:
+    """MEMSAVE.md 5 writes `tempo.convert(model, gelu=True, layernorm=True, attention=True,
+    pattern="auto")`: a user's call in that form raised TypeError (unexpected keyword
+    'gelu') and `tempo.convert` did not exist."""
+    import tempo
+
+    assert tempo.convert is convert
+    model = bert()
+    report = tempo.convert(model, gelu=True, layernorm=False, attention=True, pattern="auto")
+    assert report.count("gelu") == 3 and report.count("attention") == 2
+    assert report.count("layernorm") == 0 and report.techniques == ("gelu", "attention")
+    with pytest.raises(ValueError, match="pattern"):
+        convert(bert(), pattern="registration-order")

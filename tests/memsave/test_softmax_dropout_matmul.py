@@ -106,3 +106,26 @@ def test_saves_probs_mask_and_v_only() -> None:
     assert not any(isinstance(x, torch.Tensor) for x in vars(out.grad_fn).values())
     with pytest.raises(ValueError):
         softmax_dropout_matmul(s, vv, 1.0)
+
+
+def test_fused_attention_probs_matmul_takes_memsave_md_positional_signature() -> None:
+    """MEMSAVE.md 7.1 names `fused_attention_probs_matmul(scores, v, p, mask=None,
+    generator=None)`: the fourth positional argument is the keep-mask (as an alias of
+    softmax_dropout_matmul it was the training flag: 'Boolean value of Tensor ... is
+    ambiguous'); the generator is the fifth; eval mode is keyword-only."""
+    from tempo.memsave import fused_attention_probs_matmul
+
+    scores, v, keep, dout = make()
+    def fused(s, vv):  # type: ignore[no-untyped-def]
+        return fused_attention_probs_matmul(s, vv, 0.3, keep)
+
+    out, ds, dv = grads(fused, scores, v, dout)
+    ref = grads(lambda s, vv: stock(s, vv, 0.3, keep), scores, v, dout)
+    for a, b in zip((out, ds, dv), ref):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
+    g1, g2 = torch.Generator().manual_seed(5), torch.Generator().manual_seed(5)
+    drawn = fused_attention_probs_matmul(scores, v, 0.3, None, g1)
+    redrawn = stock(scores, v, 0.3, torch.rand(scores.shape, generator=g2) >= 0.3)
+    torch.testing.assert_close(drawn, redrawn, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(fused_attention_probs_matmul(scores, v, 0.3, keep, training=False),
+                               stock(scores, v, 0.3, None), rtol=1e-5, atol=1e-6)

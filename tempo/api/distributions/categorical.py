@@ -27,7 +27,11 @@ class Categorical(Distribution):
         if probs is not None:
             p = rt().lift(probs)
             self.probs = p / p.sum(-1, keepdim=True)
-            self.logits = self.probs.ln()
+            # as torch's probs_to_logits: log of the probs clamped to [eps, 1 - eps], so a
+            # zero-probability class has a finite log-prob (-15.9 in float32), not -inf
+            # (which would turn `log_prob * 0-advantage` into NaN)
+            eps = float(np.finfo(dtypes.to_np(self.probs.dtype)).eps)
+            self.logits = self.probs.clip(eps, 1.0 - eps).ln()
         else:
             lg = rt().lift(logits)
             self.logits = lg.log_softmax(-1)  # one fused primitive

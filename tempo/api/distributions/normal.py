@@ -21,8 +21,17 @@ if TYPE_CHECKING:
     from tempo.api.recurrent_tensor import RecurrentTensor
 
 
-def _batch_shape(*xs: RecurrentTensor) -> tuple[Any, ...]:
-    return tuple((xs[0] + xs[1]).shape) if len(xs) > 1 else tuple(xs[0].shape)
+def _widens(x: RecurrentTensor, p: RecurrentTensor) -> bool:
+    """Whether broadcasting `x` against `p` adds dims or domain variables to `x`."""
+    if not p.domain.is_contained_in(x.domain):
+        return True
+    xs, ps = tuple(x.shape), tuple(p.shape)
+    if xs == ps:
+        return False
+    try:
+        return tuple(np.broadcast_shapes(xs, ps)) != xs
+    except (TypeError, ValueError):  # symbolic dims: let the addition broadcast them
+        return True
 
 
 class Normal(Distribution):
@@ -50,7 +59,23 @@ class Normal(Distribution):
             -((x - self.mu) ** 2) / (var * 2.0) - self.sigma.ln() - math.log(math.sqrt(2 * math.pi))
         )
 
+    def _batched(self, x: RecurrentTensor) -> RecurrentTensor:
+        """`x` (a function of one parameter) over the batch shape and domain of mu and sigma
+        together, as torch.distributions broadcasts its parameters at construction: with
+        mu (N, A) and a state-independent sigma (A,), entropy() and stddev are (N, A), so
+        `entropy().sum()` counts every sample (it counted sigma's A entries once)."""
+        for p in (self.mu, self.sigma):
+            if _widens(x, p):
+                # zeros carrying p's shape and domain (detached: no gradient to p)
+                x = x + p.detach() * 0.0
+        return x
+
     def entropy(self) -> RecurrentTensor:
+        return self._batched(self.sigma_entropy())
+
+    def sigma_entropy(self) -> RecurrentTensor:
+        """The entropy per entry of sigma, before broadcasting against mu (a policy whose
+        sigma is state-independent sums this over the action dims once, not per sample)."""
         return self.sigma.ln() + (0.5 + 0.5 * math.log(2 * math.pi))
 
     def cdf(self, x: Any) -> RecurrentTensor:
@@ -59,16 +84,16 @@ class Normal(Distribution):
 
     @property
     def mean(self) -> RecurrentTensor:
-        return self.mu
+        return self._batched(self.mu)
 
     @property
     def mode(self) -> RecurrentTensor:
-        return self.mu
+        return self._batched(self.mu)
 
     @property
     def stddev(self) -> RecurrentTensor:
-        return self.sigma
+        return self._batched(self.sigma)
 
     @property
     def variance(self) -> RecurrentTensor:
-        return self.sigma * self.sigma
+        return self._batched(self.sigma * self.sigma)

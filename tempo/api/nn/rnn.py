@@ -13,6 +13,7 @@ from tempo.api.nn.linear import Linear
 from tempo.api.nn.module import Module
 from tempo.core.domain import DomainLike
 from tempo.core.dtype import DataTypeLike, dtypes
+from tempo.core.errors import TempoError, user_site
 
 if TYPE_CHECKING:
     from tempo.api.recurrent_tensor import RecurrentTensor
@@ -102,6 +103,10 @@ class LSTMCell(_Cell):
 
     def forward(self, x: Any, hc: tuple[Any, Any]) -> tuple[RecurrentTensor, RecurrentTensor]:
         H = self.hidden_size  # noqa: N806
+        if not isinstance(hc, tuple | list) or len(hc) != 2:
+            raise TempoError(f"LSTMCell.forward(x, (h, c)) takes the state as a pair (h, c), "
+                             f"got {type(hc).__name__} (torch.nn.LSTMCell's form; "
+                             "a GRUCell takes h alone)", site=user_site())
         h, c = hc
         g = self.ih(x) + self.hh(h)
         i, f = _gate(g, 0, H).sigmoid(), _gate(g, 1, H).sigmoid()

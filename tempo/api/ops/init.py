@@ -116,6 +116,7 @@ def init_from_statedict(flat_state_dict: Mapping[str, Any],
     values (e.g. the layer index), making this a per-point source."""
     dom = _domain(domain)
     site = user_site()  # a key missing at run time is this call's mistake
+    want = dtypes.from_(dtype) if dtype is not None else None
 
     def fetch(ts: dict) -> Any:
         k = key(ts) if callable(key) else key
@@ -123,14 +124,29 @@ def init_from_statedict(flat_state_dict: Mapping[str, Any],
             raise TempoError(f"init_from_statedict: key {k!r} is not in the state dict",
                              site=site)
         v = flat_state_dict[k]  # torch tensors stay on their device (no host round trip)
-        return v.detach() if hasattr(v, "detach") else np.asarray(v)
+        if not hasattr(v, "detach"):
+            return np.asarray(v)
+        v = v.detach()
+        if want is not None:  # e.g. a bfloat16 checkpoint (no Tempo dtype) read as float32
+            import torch
+
+            tdt = getattr(torch, dtypes.to_np(want).name)
+            v = v.to(tdt) if v.dtype != tdt else v
+        return v
 
     sample = fetch({v: 0 for v in dom.variables})
     have = tuple(sample.shape)
     if shape is not None and tuple(int(d) for d in Shape.from_(shape)) != have:
         raise ShapeError(f"init_from_statedict: {key!r} has shape {have}, expected "
                          f"{tuple(Shape.from_(shape))}", site=user_site())
-    dt = _dt(dtype, dtypes.implied(sample) if hasattr(sample, "dtype") else None)
+    if want is None and hasattr(sample, "dtype"):
+        try:
+            want = dtypes.implied(sample)
+        except DTypeError:
+            raise DTypeError(f"init_from_statedict: {key!r} holds {sample.dtype}, which has no "
+                             "Tempo dtype: pass dtype= (or StateDictLoader's cast_to_dtype=) "
+                             "to cast it when loaded", site=site) from None
+    dt = _dt(want)
     if not dom.variables and not callable(key):
         arr = sample.cpu().numpy() if hasattr(sample, "detach") else np.asarray(sample)
         return _with_grad(const(arr.astype(dtypes.to_np(dt)), dtype=dt), requires_grad)

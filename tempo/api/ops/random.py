@@ -22,10 +22,13 @@ if TYPE_CHECKING:
 def uniform(shape: ShapeLike = (), low: float = 0.0, high: float = 1.0,
             dtype: DataTypeLike | None = None, domain: DomainLike = None,
             requires_grad: bool | None = None) -> RecurrentTensor:
-    """U[low, high) as random() * (high - low) + low."""
+    """U[low, high) as random() * (high - low) + low, in `dtype` (a Python float scalar
+    would promote a float16 draw to float32, API §5: Linear/Conv/GRU(dtype=float16) got
+    float32 weights from their default inits)."""
+    dt = _dt(dtype)
     u = random(shape, dtype, domain)
     out = u if (low, high) == (0.0, 1.0) else u * (high - low) + low
-    return _with_grad(out, requires_grad)
+    return _with_grad(out.cast(dt) if out.dtype != dt else out, requires_grad)
 
 
 def random_int(low: int = 0, high: int = 10, shape: ShapeLike = (),

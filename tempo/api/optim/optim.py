@@ -41,6 +41,13 @@ def _tensors(xs: Any, what: str) -> list[RecurrentTensor]:
     return out
 
 
+def _as(x: Any, dtype: Any) -> Any:
+    """`x` in `dtype`: state kept in the parameters' dtype, as torch.optim keeps it (a
+    float16 parameter's moments would be float32 after a Python-float factor, API §5)."""
+    x = _rt().lift(x)
+    return x.cast(dtype) if x.dtype != dtype else x
+
+
 def _check_range(name: str, value: float, low: float, high: float | None = None) -> None:
     """torch.optim's argument checks: `low <= value` (and `value < high`)."""
     if value < low or (high is not None and value >= high):
@@ -88,18 +95,27 @@ class Optimizer(abc.ABC):
         self.origin = origin_condition(self.acc_domain)
 
     # ---------------------------------------------------------------- helpers
-    def step_count(self) -> RecurrentTensor:
+    def step_count(self, dtype: Any = "float32") -> RecurrentTensor:
         """1-based step number at the current point (linear index over the accumulation
-        domain plus one), as float32."""
+        domain plus one), as `dtype` (float32 by default)."""
         rt = _rt()
-        return (rt.from_expr(self.acc_domain.linearized_count_expr) + 1).cast("float32")
+        return (rt.from_expr(self.acc_domain.linearized_count_expr) + 1).cast(dtype)
+
+    def float_dtype(self) -> Any:
+        """The float dtype of the parameters' update arithmetic: float64 parameters get
+        float64 bias corrections (float32 ones put ~1e-7 relative error into every step,
+        as torch.optim, which computes them in Python floats, does not)."""
+        from tempo.core.dtype import dtypes
+
+        floats = [p.dtype for p in self.params if dtypes.is_float(p.dtype)]
+        return dtypes.float64 if dtypes.float64 in floats else dtypes.float32
 
     def moment(self, like: RecurrentTensor, first: Any, recur: Any) -> RecurrentTensor:
         """A state tensor over the parameter domain: `first` at the origin, else
         `recur(previous value)`."""
         m = _rt().placeholder(like.shape, like.dtype, domain=self.domain, requires_grad=False)
-        m[self.origin] = first
-        m[True] = recur(m[self.prev])
+        m[self.origin] = _as(first, like.dtype)
+        m[True] = _as(recur(m[self.prev]), like.dtype)
         return m
 
     def _grads(self) -> list[RecurrentTensor]:
@@ -129,7 +145,7 @@ class Optimizer(abc.ABC):
         grads = self._grads()
         params = [p.detach() for p in self.params]
         for p, pd, u in zip(self.params, params, self.updates(params, grads)):
-            p[True] = (pd - u)[self.prev]
+            p[True] = _as(pd - u, p.dtype)[self.prev]  # float16: float32 after lr (§5)
         for b in self.buffers:
             b[True] = b[self.prev]
 
@@ -222,9 +238,10 @@ class LAMB(Optimizer):
     ) -> list[RecurrentTensor]:
         rt = _rt()
         b1, b2 = self.b1, self.b2
-        step = self.step_count()
-        bc1 = 1.0 - rt.const(b1) ** step
-        bc2_sqrt = (1.0 - rt.const(b2) ** step).sqrt()
+        dt = self.float_dtype()
+        step = self.step_count(dt)
+        bc1 = 1.0 - rt.const(b1, dtype=dt) ** step
+        bc2_sqrt = (1.0 - rt.const(b2, dtype=dt) ** step).sqrt()
         out = []
         for p, g in zip(params, grads):
             m = self.moment(g, g * (1.0 - b1), lambda prev, g=g: prev * b1 + g * (1.0 - b1))

@@ -207,3 +207,51 @@ def test_half_precision_follows_default_float(hf_only: Path, hf_reference: tuple
     assert rows[0].dtype == torch.float16
     got = torch.stack([rows[k].float().reshape(-1) for k in range(P)], 0)
     torch.testing.assert_close(got, ref_logits[0, :P], atol=3e-2, rtol=2e-2)
+
+
+def test_fine_tuning_over_an_update_domain_tracks_hf_and_torch_adam(hf_only: Path) -> None:
+    """Llama.from_checkpoint(..., domain=(i,)) makes the weights evolve along i (API §6.1's
+    update domain): forward() built its residual stream over the tokens' domain and the
+    layer only, so the embedding (over (i, t)) did not fit it: DomainError 'has domain (t,
+    d..), but this definition gives it a value over the larger domain (i, t)' (accept5b
+    b22). Now the next-token loss of 3 Adam steps (per-layer weights with the layer as
+    independent domain, the rest in a second Adam) equals HF LlamaForCausalLM trained by
+    torch.optim.Adam."""
+    from transformers import LlamaForCausalLM
+
+    from tempo.api import RecurrentTensor as RT
+    from tempo.api import TempoContext
+    from tempo.api.llm.models.llama import Llama
+    from tempo.api.optim.optim import Adam
+    from tempo.core.configs import ExecutionConfig
+    from tempo.core.dtype import dtypes
+
+    hf = LlamaForCausalLM.from_pretrained(str(hf_only), dtype=torch.float32)
+    n_words = int(hf.config.vocab_size)
+    toks = torch.randint(0, n_words, (7,), generator=torch.Generator().manual_seed(3))
+    ctx = TempoContext(ExecutionConfig.test_cfg(), num_dims=2)
+    (i, I), (t, T) = ctx.variables_and_bounds
+    with ctx:
+        model = Llama.from_checkpoint(str(hf_only), t, n_words, dtypes.float32,
+                                      ctx.execution_config, domain=(i,))
+        seq = RT.const(toks.numpy()).cast(dtypes.default_int)
+        logits = model.forward(seq.index(0, t))
+        nll = -logits.log_softmax(-1).index(0, seq.index(0, t + 1))
+        loss = nll[i, 0:T].mean(0)
+        loss.backward()
+        per_layer = [p for p in model.parameters if p.unindexed_domain.has_dim(model.layer)]
+        shared = [p for p in model.parameters if not p.unindexed_domain.has_dim(model.layer)]
+        Adam(per_layer, [], lr=0.01, independent_domain=(model.layer,)).step()
+        Adam(shared, [], lr=0.01).step()
+    exe = ctx.compile({I: 3, T: 6})
+    exe.execute()
+    got = exe.get_spatial_tensor_torch(loss.tensor_id, (slice(0, 3),))
+    opt, ref = torch.optim.Adam(hf.parameters(), lr=0.01), []
+    for _ in range(3):
+        lo = torch.nn.functional.cross_entropy(hf(toks[None, :-1]).logits[0], toks[1:])
+        ref.append(lo.item())
+        opt.zero_grad()
+        lo.backward()
+        opt.step()
+    np.testing.assert_allclose(got.numpy(), np.array(ref), rtol=1e-4, atol=1e-4)
+    assert ref[-1] < ref[0]

@@ -15,6 +15,7 @@ from tempo.api.nn.init import const_init
 from tempo.api.nn.rnn import GRUCell, LSTMCell
 from tempo.api.nn.state_loader import StateDictLoader
 from tempo.api.nn.turnkey import FullyConnected, FullyConnectedActorCritic
+from tempo.core.errors import TempoError
 
 
 def _in_order(*ts: torch.Tensor) -> Any:
@@ -122,6 +123,32 @@ def test_state_dict_loader(tmp_path: Any) -> None:
     close(run.get(w1), sd["layers.1.w"])
     for k in range(3):
         close(run.get(wd, k), sd[f"layers.{k}.w"])
+
+
+def test_state_dict_loader_casts_a_bfloat16_checkpoint(tmp_path: Any) -> None:
+    """Released checkpoints are bfloat16, which has no Tempo dtype: with cast_to_dtype
+    (or init_from_statedict's dtype=) each tensor is cast when loaded, by a static key and
+    by a per-layer key (accept5b b07: the static key raised "unknown dtype
+    'torch.bfloat16'" while inferring the dtype before the cast)."""
+    g = torch.Generator().manual_seed(4)
+    sd = {f"layers.{k}.w": torch.randn(2, 3, generator=g).to(torch.bfloat16) for k in range(3)}
+    path = str(tmp_path / "ckpt_bf16.pt")
+    torch.save(sd, path)
+    loader = StateDictLoader.from_torch_checkpoint(path, cast_to_dtype="float32")
+
+    def body(d, _D):
+        static = loader.append("layers").append("2").load_tensor("w")
+        lin = Linear(3, 2, bias=False, w_init_fun=static)
+        per_layer = loader.append("layers").append(d).load_tensor("w")
+        assert per_layer is not None
+        return lin.w, per_layer(shape=(2, 3), dtype="float32", domain=(d,))
+
+    run, (w2, wd) = build_and_run(1, body, lambda d, D_: {D_: 3})
+    close(run.get(w2), sd["layers.2.w"].float(), tol=0.0)
+    for k in range(3):
+        close(run.get(wd, k), sd[f"layers.{k}.w"].float(), tol=0.0)
+    with pytest.raises(TempoError, match="pass dtype="):
+        RT.init_from_statedict(sd, "layers.0.w")
 
 
 @pytest.mark.parametrize("kind", ["gru", "lstm"])

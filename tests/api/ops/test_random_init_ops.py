@@ -186,3 +186,30 @@ def test_zeros_and_ones_ignore_domain_with_a_warning(name: str) -> None:
             make((3,), domain=())
     got = run_static(lambda: make((3,)))
     assert_same(got, torch.full((3,), 1.0 if name == "ones" else 0.0))
+
+
+@pytest.mark.parametrize("backend", ["torch", "jax", "numpy"])
+def test_random_of_a_growing_shape(backend: str) -> None:
+    """A draw whose shape grows with t (MultiHeadAttention's dropout mask over the keys
+    0:t+1): jax's kernel took no symbolic-dim arguments ("rand() takes 0 positional
+    arguments but 1 was given", accept5b b08) where torch and numpy did. Each point draws
+    a fresh (t+1,) vector in [0, 1)."""
+    import dataclasses
+
+    from tempo.api import TempoContext
+    from tempo.core.configs import ExecutionConfig
+
+    cfg = dataclasses.replace(ExecutionConfig.test_cfg(), backend=backend)
+    ctx = TempoContext(cfg, num_dims=1)
+    ((t, T),) = ctx.variables_and_bounds
+    got: list[np.ndarray] = []
+    with ctx:
+        x = RT.placeholder((), "float32", domain=(t,))
+        x[True] = RT.from_symbol(t).cast("float32")
+        window = x[0:t + 1]
+        r = RT.random(window.shape, domain=(t,))
+        (r + window * 0.0).sink_udf(lambda v: got.append(np.asarray(v).copy()))
+    ctx.compile({T: 5}).execute()
+    assert [g.shape for g in got] == [(k + 1,) for k in range(5)]
+    allv = np.concatenate(got)
+    assert allv.min() >= 0.0 and allv.max() < 1.0 and len(np.unique(allv)) == allv.size

@@ -350,7 +350,7 @@ class Llama(Module):
                              f"{prompt.dtype} {tuple(prompt.shape)}", site=user_site())
         lv, P = self.layer, int(prompt.shape[-1])
         emb = self.tok_embeddings(prompt)  # (*lead, P, dim)
-        dom = prompt.unindexed_domain
+        dom = prompt.unindexed_domain.union(self.full_dom)  # a trained model's i too
         h = RT.placeholder(emb.shape, emb.dtype, domain=dom.append_dim(lv))
         hv = h.unindexed_domain.variables
 
@@ -381,7 +381,9 @@ class Llama(Module):
                              f"without the temporal dim {t} (one token per point of {t})",
                              site=user_site())
         emb = self.tok_embeddings(tokens)
-        h = RT.placeholder(emb.shape, emb.dtype, domain=dom.append_dim(lv))
+        # the residual stream varies along the tokens' dims and the model's own: with
+        # domain=(i,) (fine-tuning) the weights, hence h, change with i
+        h = RT.placeholder(emb.shape, emb.dtype, domain=dom.union(self.full_dom).append_dim(lv))
         hv = h.unindexed_domain.variables
 
         def at(e: Any) -> tuple[Any, ...]:
