@@ -186,13 +186,33 @@ def run_swapped(cfg: Any, prog: Program, done: dict[str, Any]) -> tuple[Results,
     """Results under a tiny device cap: a quarter of the unswapped peak (the memory
     mode's), else half, three quarters, just under it — block stores and views are not
     swappable, so a program may need most of its peak on the device; at the peak the
-    run is unconstrained."""
-    from tempo.core.errors import TempoMemoryError
+    run is unconstrained.
 
+    A cap can change the plan itself (vectorisation keeps a group's loops when its batched
+    form would hold too much of the cap: `vectorize_plan`), and the looped plan may fit
+    under a cap set from the vectorised peak without swapping anything. A run that swapped
+    nothing under a cap below the peak is then repeated with caps set from its own (the
+    capped plan's) peak, so the mode swaps whenever the capped plan can."""
     base = done.get("memory")
     if base is None:
         base = run_plain(memory_mode(cfg), prog, done)[1]
     peak = base.accountant.peak
+    for _ in range(3):
+        got, exe = _under_caps(cfg, prog, done, peak)
+        stats = exe.memory_stats()
+        if stats["swapped_bytes"] > 0 or stats["cap_bytes"] >= peak \
+                or stats["peak_bytes"] >= peak:
+            return got, exe
+        peak = stats["peak_bytes"]  # the capped plan holds less: cap below its own peak
+    return got, exe
+
+
+def _under_caps(cfg: Any, prog: Program, done: dict[str, Any],
+                peak: int) -> tuple[Results, Any]:
+    """The first run that fits under a quarter, half, three quarters of `peak`, just
+    under it, or at it."""
+    from tempo.core.errors import TempoMemoryError
+
     for cap in (peak // 4, peak // 2, peak * 3 // 4, peak - 1, peak):
         try:
             return run_plain(dataclasses.replace(cfg, device_memory_cap_bytes=max(cap, 1)),

@@ -69,6 +69,7 @@ def test_swap_mode_swaps_under_a_cap_below_the_peak(cfg) -> None:
     assert stats["cap_bytes"] < mem.accountant.peak
     assert stats["swapped_bytes"] > 0 and stats["peak_bytes"] <= stats["cap_bytes"]
     torch.testing.assert_close(got["z"], plain["z"], rtol=0, atol=0)
+    torch.testing.assert_close(got["z"], _want(), rtol=1e-5, atol=1e-5)
 
 
 def test_swap_mode_swaps_blocks_of_block_stores(cfg, monkeypatch) -> None:
@@ -91,7 +92,10 @@ def test_swap_mode_swaps_blocks_of_block_stores(cfg, monkeypatch) -> None:
     got, exe = run_swapped(swap_mode(cfg), prog, {"memory": mem})
     assert any(isinstance(s, SwapBlockStore) for s in exe.stores.values())
     stats = exe.memory_stats()
-    assert sum(moved) >= T_ * 64 * 4 // 2  # y's blocks went to the host
+    # y's blocks went to the host (at least a row of 64 floats) and came back (values). The
+    # capped plan keeps x's loop (vectorize_plan under a cap) and holds less than the
+    # uncapped one, so less of y has to move than under the vectorised plan.
+    assert sum(moved) >= 64 * 4
     assert stats["peak_bytes"] <= stats["cap_bytes"] < mem.accountant.peak
     torch.testing.assert_close(plain["back"], (XT * 2.0).exp().flip(0) * 3.0)
     torch.testing.assert_close(got["back"], plain["back"], rtol=0, atol=0)
