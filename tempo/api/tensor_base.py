@@ -267,6 +267,11 @@ def check_symbols(expr: ie.IndexExpr, what: str) -> None:
     """Every symbol an index uses must belong to the active context."""
     ctx = active_ctx()
     for s in expr.symbols_used():
+        if ctx.owns_not(s):
+            raise IndexExprError(
+                f"{what} uses the symbol {s} of another TempoContext than the one recording "
+                "this op: take the symbols of a program from its own context's "
+                "variables_and_bounds", site=user_site())
         if not ctx.knows(s):
             raise IndexExprError(
                 f"{what} uses the symbol {s}, which is not a dimension of this TempoContext "

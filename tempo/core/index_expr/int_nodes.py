@@ -174,11 +174,16 @@ ConstFloat = ConstInt
 @dataclass(frozen=True, eq=False, repr=False)
 class Symbol(IntIndexValue):
     """A named integer symbol: a loop variable (`t`) or its bound (`T`, `is_bound=True`).
-    Hash and equality use the name only, so fresh equal-named symbols find dict entries."""
+    Hash and equality use the name only, so fresh equal-named symbols find dict entries
+    (isl round trips, rewrites and the compile caches rebuild symbols by name). `owner` is
+    the id of the TempoContext that made it (0: made by name elsewhere); it never enters
+    equality, only the front end's check that a program uses its own context's symbols
+    (two unnamed contexts both have a `d0`)."""
 
     name: str
     is_bound: bool = False
     idx: int = -1
+    owner: int = 0
 
     def _key(self) -> tuple[Any, ...]:
         return ("Symbol", self.name)
@@ -201,13 +206,15 @@ class Symbol(IntIndexValue):
         """The upper-case bound twin (`t` → `T`)."""
         if self.is_bound:
             return self
-        return Symbol(self.name.upper(), True, self.idx + 1 if self.idx >= 0 else -1)
+        return Symbol(self.name.upper(), True, self.idx + 1 if self.idx >= 0 else -1,
+                      self.owner)
 
     def as_var(self) -> Symbol:
         """The lower-case variable twin (`T` → `t`)."""
         if not self.is_bound:
             return self
-        return Symbol(self.name.lower(), False, self.idx - 1 if self.idx >= 1 else -1)
+        return Symbol(self.name.lower(), False, self.idx - 1 if self.idx >= 1 else -1,
+                      self.owner)
 
     def to_py(self, names: Mapping[str, str] | None = None) -> str:
         return names.get(self.name, self.name) if names else self.name
