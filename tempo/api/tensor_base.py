@@ -186,6 +186,10 @@ def record(
     ctx = active_ctx()
     sdg = ctx.sdg
     xs = promote(op_cls, [same_context(lift(x), ctx) for x in inputs], params)
+    if domain is not None:  # (the inputs' symbols were checked where they were indexed)
+        for v in domain.variables:
+            if ctx.owns_not(v):
+                check_symbols(v, f"domain {naming.domain_word(domain)}")
     dom = union_domains([x.domain for x in xs] + ([domain] if domain is not None else []))
     site = user_site()
     op = op_cls(op_id=sdg.new_id(), domain=dom, site=site, tags=ctx.current_tags, **params)

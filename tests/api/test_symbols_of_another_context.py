@@ -15,6 +15,8 @@ import pytest
 
 from tempo.api import RecurrentTensor as RT
 from tempo.api import TempoContext
+from tempo.api.nn.linear import Linear
+from tempo.api.rl.replay_buffer.replay_buffer import ReplayBuffer
 from tempo.core import errors
 from tempo.core.configs import ExecutionConfig
 from tempo.core.dtype import dtypes
@@ -66,6 +68,19 @@ def bound_in_a_shape_of_another(named: bool) -> None:
         x[0:T]  # MISTAKE
 
 
+def module_domain_of_another(named: bool) -> None:
+    _, second, t, _ = _pair(named)
+    with second:
+        Linear(3, 2, domain=(t,))  # MISTAKE
+
+
+def replay_insert_domain_of_another(named: bool) -> None:
+    _, second, t, _ = _pair(named)
+    with second:
+        buf = ReplayBuffer.make(8, [()], [dtypes.float32])
+        buf.insert([RT.ones(())], domain=(t,))  # MISTAKE
+
+
 def bound_at_compile_of_another(named: bool) -> None:
     _, second, _, T = _pair(named)
     with second:
@@ -78,6 +93,8 @@ CASES: list[tuple[Callable[[bool], None], type[Exception]]] = [
     (domain_of_another, errors.IndexExprError),
     (index_of_another, errors.IndexExprError),
     (bound_in_a_shape_of_another, errors.IndexExprError),
+    (module_domain_of_another, errors.IndexExprError),
+    (replay_insert_domain_of_another, errors.IndexExprError),
     (bound_at_compile_of_another, errors.BoundError),
 ]
 
