@@ -174,16 +174,12 @@ ConstFloat = ConstInt
 @dataclass(frozen=True, eq=False, repr=False)
 class Symbol(IntIndexValue):
     """A named integer symbol: a loop variable (`t`) or its bound (`T`, `is_bound=True`).
-    Hash and equality use the name only, so fresh equal-named symbols find dict entries
-    (isl round trips, rewrites and the compile caches rebuild symbols by name). `owner` is
-    the id of the TempoContext that made it (0: made by name elsewhere); it never enters
-    equality, only the front end's check that a program uses its own context's symbols
-    (two unnamed contexts both have a `d0`)."""
+    Hash and equality use the name only, so fresh equal-named symbols find dict entries."""
 
     name: str
     is_bound: bool = False
     idx: int = -1
-    owner: int = 0
+    owner: int = 0  # the making TempoContext's id (0: none): tells two contexts' d0 apart
 
     def _key(self) -> tuple[Any, ...]:
         return ("Symbol", self.name)
@@ -206,15 +202,13 @@ class Symbol(IntIndexValue):
         """The upper-case bound twin (`t` → `T`)."""
         if self.is_bound:
             return self
-        return Symbol(self.name.upper(), True, self.idx + 1 if self.idx >= 0 else -1,
-                      self.owner)
+        return Symbol(self.name.upper(), True, self.idx + 1 if self.idx >= 0 else -1, self.owner)
 
     def as_var(self) -> Symbol:
         """The lower-case variable twin (`T` → `t`)."""
         if not self.is_bound:
             return self
-        return Symbol(self.name.lower(), False, self.idx - 1 if self.idx >= 1 else -1,
-                      self.owner)
+        return Symbol(self.name.lower(), False, self.idx - 1 if self.idx >= 1 else -1, self.owner)
 
     def to_py(self, names: Mapping[str, str] | None = None) -> str:
         return names.get(self.name, self.name) if names else self.name
