@@ -52,9 +52,11 @@ Rank = tuple[int, ...]
 Cand = tuple[Rank, str, Symbol]
 
 
-def rename(err: errors.TempoError, text: str) -> str:
+def rename(err: errors.TempoError, text: str, plain: bool = False) -> str:
     """`text` (the error's message and site line) with the default dimension names the user
-    bound to other names replaced by those names; the site line (the user's code) is kept."""
+    bound to other names replaced by those names; the site line (the user's code) is kept.
+    `plain`: only names that are identifiers (`t`, not `dims["t"]`): a printed schedule
+    and its generated source use them as loop variables."""
     tail = f"\n  at {err.site}" if err.site else ""
     if not tail or not text.endswith(tail):
         tail = ""
@@ -63,6 +65,8 @@ def rename(err: errors.TempoError, text: str) -> str:
     if not tokens:
         return text
     mapping = names_for(err, tokens)
+    if plain:
+        mapping = {k: v for k, v in mapping.items() if v.isidentifier()}
     if not mapping:
         return text
     return _TOKEN.sub(lambda m: mapping.get(m[1], m[1]), body) + tail

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import contextlib
+import itertools
 import sys
 import threading
 from collections.abc import Iterator, Mapping, Sequence
@@ -25,6 +26,7 @@ DEFAULT_EXEC_CFG = ExecutionConfig.default()
 dtypes.default_int = _int_before  # importing must not switch the int dtype of other configs
 
 _state = threading.local()
+_ids = itertools.count(1)  # TempoContext ids: the `owner` of the symbols each one makes
 errors.NAMER = error_names.rename  # errors call unnamed dims by the user's bindings
 
 
@@ -53,7 +55,8 @@ class TempoContext:
         dim_names: Sequence[str] | None = None,
     ) -> None:
         self.execution_config = execution_config
-        pairs = make_symbols(_dim_names(num_dims, dim_names))
+        self.uid = next(_ids)
+        pairs = make_symbols(_dim_names(num_dims, dim_names), owner=self.uid)
         self._vars: tuple[Symbol, ...] = tuple(v for v, _ in pairs)
         self._bounds: tuple[Symbol, ...] = tuple(b for _, b in pairs)
         self._extra: list[tuple[Symbol, Symbol]] = []
@@ -118,7 +121,7 @@ class TempoContext:
         if names is None:
             return
         try:
-            made = make_symbols(names)
+            made = make_symbols(names, owner=self.uid)
         except IndexExprError:
             return  # (a reserved word): the defaults stay
         self._vars = tuple(v for v, _ in made)
@@ -129,13 +132,24 @@ class TempoContext:
     def new_perm_var(self, bound: int) -> tuple[Symbol, Symbol]:
         """A new dimension appended to the universe with its bound fixed to `bound`."""
         var, ub = self.sdg.new_dim("d", bound)
+        var = Symbol(var.name, False, var.idx, self.uid)  # tagged as this context's (knows)
+        ub = var.as_bound()
         self._extra.append((var, ub))
         self._unnamed = True
         return var, ub
 
     def knows(self, sym: Symbol) -> bool:
+        """True for this context's own dimensions and bounds. Symbols compare by name, so a
+        symbol another context made (both unnamed contexts have a `d0`) is told apart by
+        its owner id; a symbol made by name elsewhere (owner 0) goes by its name."""
+        if self.owns_not(sym):
+            return False
         var = sym.as_var() if sym.is_bound else sym
         return self.universe.has_dim(var)
+
+    def owns_not(self, sym: Symbol) -> bool:
+        """True when another TempoContext made `sym`."""
+        return sym.owner not in (0, self.uid)
 
     # ---------------------------------------------------------------- activation
     def __enter__(self) -> TempoContext:

@@ -186,6 +186,10 @@ def record(
     ctx = active_ctx()
     sdg = ctx.sdg
     xs = promote(op_cls, [same_context(lift(x), ctx) for x in inputs], params)
+    if domain is not None:  # (the inputs' symbols were checked where they were indexed)
+        for v in domain.variables:
+            if ctx.owns_not(v):
+                check_symbols(v, f"domain {naming.domain_word(domain)}")
     dom = union_domains([x.domain for x in xs] + ([domain] if domain is not None else []))
     site = user_site()
     op = op_cls(op_id=sdg.new_id(), domain=dom, site=site, tags=ctx.current_tags, **params)
@@ -267,6 +271,11 @@ def check_symbols(expr: ie.IndexExpr, what: str) -> None:
     """Every symbol an index uses must belong to the active context."""
     ctx = active_ctx()
     for s in expr.symbols_used():
+        if ctx.owns_not(s):
+            raise IndexExprError(
+                f"{what} uses the symbol {s} of another TempoContext than the one recording "
+                "this op: take the symbols of a program from its own context's "
+                "variables_and_bounds", site=user_site())
         if not ctx.knows(s):
             raise IndexExprError(
                 f"{what} uses the symbol {s}, which is not a dimension of this TempoContext "

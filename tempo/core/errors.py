@@ -41,7 +41,22 @@ def user_site(skip_tempo: bool = True) -> str:
 # bound those objects to (set by tempo.api.error_names; core imports nothing of ours).
 # Called only when the text is read, with the error and its text, so raising costs nothing
 # more and errors caught inside the library (control flow) never pay for it.
-NAMER: Callable[[TempoError, str], str] | None = None
+NAMER: Callable[..., str] | None = None  # (error, text, plain=False) -> text
+
+
+def in_user_names(text: str, plain: bool = False) -> str:
+    """`text` (a warning, a printed schedule) with default dimension names (`d0`, `D1`) in
+    the names the user's code binds them to, as an error's text is (`NAMER`, from the frames
+    on the current stack); the text as is when nothing names them or naming fails. `plain`:
+    only names that are identifiers, not paths into containers (`dims["t"]`)."""
+    namer = NAMER
+    if namer is None:
+        return text
+    try:
+        named = namer(TempoError(text), text, plain=plain)
+    except Exception:  # naming is a courtesy: it never hides the text itself
+        return text
+    return named if isinstance(named, str) else text
 
 
 class TempoError(Exception):

@@ -15,9 +15,11 @@ _RESERVED = frozenset({"and", "or", "not", "xor", "implies", "min", "max", "mod"
                        "ceil", "exists", "true", "false", "infty", "nan", "rat", "math"})
 
 
-def make_symbols(names: Sequence[str], start_idx: int = 0) -> list[tuple[Any, Any]]:
+def make_symbols(names: Sequence[str], start_idx: int = 0,
+                 owner: int = 0) -> list[tuple[Any, Any]]:
     """`(Symbol(n.lower(), idx=2k), Symbol(n.upper(), is_bound=True, idx=2k+1))` per name,
-    k counting from `start_idx`; equal symbol names would alias, so names must differ."""
+    k counting from `start_idx`; equal symbol names would alias, so names must differ.
+    `owner` tags them with the id of the TempoContext they belong to (see `Symbol`)."""
     from tempo.core.index_expr import Symbol
 
     if isinstance(names, str):
@@ -37,5 +39,6 @@ def make_symbols(names: Sequence[str], start_idx: int = 0) -> list[tuple[Any, An
                              site=user_site())
     out = []
     for k, n in enumerate(lowered, start=start_idx):
-        out.append((Symbol(n, idx=2 * k), Symbol(n.upper(), is_bound=True, idx=2 * k + 1)))
+        out.append((Symbol(n, idx=2 * k, owner=owner),
+                    Symbol(n.upper(), is_bound=True, idx=2 * k + 1, owner=owner)))
     return out

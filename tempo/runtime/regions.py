@@ -22,6 +22,7 @@ from tempo.core.ops_region import FOLD_TAGS, Ref, RegionOp
 from tempo.runtime.backends.common import plain_key
 from tempo.runtime.kernel_registry import Kernel
 from tempo.runtime.region_folds import Folds, fold_kernel, torch_folds
+from tempo.runtime.torch_tanh import cpu_tanh_form
 
 Compiler = Callable[[Kernel], Kernel]
 
@@ -32,13 +33,13 @@ _NOT_PARAMS = frozenset({"op_id", "domain", "site", "tags"})
 def region_kernel(op: RegionOp, be: Any, compiler: Compiler | None) -> Kernel:
     """The region's callable on backend `be` (its body shared with equal regions);
     `compiler` compiles the body when the region asks for it."""
-    key = (be.name, str(getattr(be, "device", "")), getattr(be, "on_cpu", True),
-           structure_key(op), op.compiled, op.generated, dtypes.default_float.name,
-           dtypes.default_int.name)
+    cpu = getattr(be, "on_cpu", True)  # (False on "fake-gpu": the GPU paths)
+    key = (be.name, str(getattr(be, "device", "")), cpu, structure_key(op), op.compiled,
+           op.generated, dtypes.default_float.name, dtypes.default_int.name,
+           _tanh_form(op, be.name, cpu))
     hit = _CACHE.get(key)
     if hit is None:
         name = f"{REGION_FILE}{len(_CACHE)}>"
-        cpu = getattr(be, "on_cpu", True)  # (False on "fake-gpu": the GPU paths)
         folds = torch_folds(op, cpu) if be.name == "torch" and op.generated else {}
         kernels = [fold_kernel(folds[k].kind, op.compiled) if k in folds else be.kernel(m)
                    for k, m in enumerate(op.body)]
@@ -48,6 +49,17 @@ def region_kernel(op: RegionOp, be: Any, compiler: Compiler | None) -> Kernel:
             fn = compiler(fn)
         hit = _CACHE[key] = (fn, name)
     return hit[0]  # no wrapper: the executor names a failing member (`failing_member`)
+
+
+def _tanh_form(op: RegionOp, backend: str, cpu: bool) -> str:
+    """The form torch lowers a CPU tanh in (`torch_tanh.cpu_tanh_form`, cached; the
+    environment or a test can change it within a process): a body built for one form must
+    not serve the other. '' when the form plays no part (no tanh member: the first such
+    region does not pay the form's measurement)."""
+    if backend != "torch" or not cpu or not any(getattr(m, "fn", None) == "tanh"
+                                                for m in op.body):
+        return ""
+    return cpu_tanh_form()
 
 
 def after_payback(fn: Kernel, compiler: Compiler, payback_s: float | None = None,

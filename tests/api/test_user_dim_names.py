@@ -113,3 +113,29 @@ def test_names_that_are_not_plain_twins_keep_the_defaults() -> None:
     ctx = TempoContext(_cfg(), num_dims=1, dim_names=("time",))
     ((t, T),) = ctx.variables_and_bounds  # the user's dim_names win
     assert str(t) == "time"
+
+
+def test_warnings_and_the_schedule_name_dims_bound_through_a_variable() -> None:
+    """Symbols bound through `vb` keep their default names (no statement to parse); the
+    domain warning and schedule_text() print the user's names for them, as errors do."""
+    ctx = TempoContext(_cfg(), num_dims=2)
+    vb = ctx.variables_and_bounds
+    (b, B), (t, T) = vb
+    assert (str(b), str(t)) == ("d0", "d1")
+    with ctx:
+        with pytest.warns(UserWarning) as got:
+            RT.zeros((), domain=(t,))
+            RT.const(1.0, domain=(b, t))
+        x = RT.from_symbol(t).cast(dtypes.float32) * 2.0
+        y = x[0:T].sum() + RT.from_symbol(b).cast(dtypes.float32)
+        seen: list[float] = []
+        y.sink_udf(lambda v: seen.append(float(v)))
+    texts = [str(w.message) for w in got]
+    assert "zeros() ignores domain=(t,)" in texts[0], texts
+    assert "const() ignores domain=(b, t)" in texts[1], texts
+    assert not any(DEFAULT.search(m) for m in texts), texts
+    exe = ctx.compile({B: 2, T: 3})
+    text = exe.schedule_text()
+    assert "for b in range" in text and "T = 3" in text and not DEFAULT.search(text), text
+    exe.execute()
+    assert seen == [0.0 + 2.0 + 4.0 + k for k in range(2)]  # sum of 2t over t < 3, plus b

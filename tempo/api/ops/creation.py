@@ -13,7 +13,14 @@ from tempo.core import index_expr as ie
 from tempo.core import naming, ops
 from tempo.core.domain import Domain, DomainLike
 from tempo.core.dtype import DataType, DataTypeLike, dtypes
-from tempo.core.errors import DTypeError, IndexExprError, ShapeError, TempoError, user_site
+from tempo.core.errors import (
+    DTypeError,
+    IndexExprError,
+    ShapeError,
+    TempoError,
+    in_user_names,
+    user_site,
+)
 from tempo.core.shape import Shape, ShapeLike
 
 if TYPE_CHECKING:
@@ -66,8 +73,9 @@ def const(val: Any, shape: ShapeLike | None = None, dtype: DataTypeLike | None =
     """A constant over the empty domain; the dtype is implied from `val` unless given.
     `domain` is accepted for compatibility and ignored with a warning (API §3.3)."""
     if domain is not None and len(Domain.from_(domain, none_is_empty=True)) > 0:
-        warnings.warn(f"const() ignores domain={domain}: a constant has the empty domain "
-                      "(index or expand it to give it one)", stacklevel=2)
+        warnings.warn(in_user_names(f"const() ignores domain={domain}: a constant has the "
+                                    "empty domain (index or expand it to give it one)"),
+                      stacklevel=2)
     if isinstance(val, np.ndarray) and shape is not None:
         raise ShapeError("const() takes no shape with an ndarray value", site=user_site())
     dt = dtypes.implied(val) if dtype is None else dtypes.from_(dtype)
@@ -115,8 +123,9 @@ def zeros(shape: ShapeLike = (), dtype: DataTypeLike | None = None, domain: Doma
 
 def _warn_domain_ignored(name: str, domain: DomainLike) -> None:
     if domain is not None and len(Domain.from_(domain, none_is_empty=True)) > 0:
-        warnings.warn(f"{name}() ignores domain={domain}: the result has the empty domain "
-                      "(index or expand it to give it one)", stacklevel=3)
+        warnings.warn(in_user_names(f"{name}() ignores domain={domain}: the result has the "
+                                    "empty domain (index or expand it to give it one)"),
+                      stacklevel=3)
 
 
 def ones_like(y: RTBase, dtype: DataTypeLike | None = None,

@@ -41,6 +41,7 @@ class _Rewriter:
         self.twin: dict[int, int] = {}
         self.unbatch: list[int] = []
         self._index: int | None = None
+        self._adapters: dict[tuple, TensorId] = {}  # (kind, read, domain, params) -> made
 
     # ------------------------------------------------------------ helpers
     def _new(self, op_cls: type[ops.Op], domain: Domain,
@@ -59,12 +60,36 @@ class _Rewriter:
         if e.cond is not None:
             used |= {v.name for v in e.cond.vars_used()}
         domain = domain.intersect([v for v in domain.variables if v.name in used])
-        op = op_cls(op_id=self.sdg.new_id(), domain=domain, **params)
-        probe = Edge(op.op_id, 0, e.src, e.expr, e.cond, e.site)
-        shapes, dts = op.infer([self.sdg.read_shape(probe)], [self.sdg.tensors[e.src].dtype])
-        self.sdg.add_op(op, [], shapes, dts)
-        self.sdg.add_edge(probe)
-        return Edge(e.sink, e.sink_in, TensorId(op.op_id, 0), domain.basis_expr, None, e.site)
+        key = self._adapter_key(e, domain, op_cls, params)
+        made = None if key is None else self._adapters.get(key)
+        if made is None:
+            op = op_cls(op_id=self.sdg.new_id(), domain=domain, **params)
+            probe = Edge(op.op_id, 0, e.src, e.expr, e.cond, e.site)
+            shapes, dts = op.infer([self.sdg.read_shape(probe)],
+                                   [self.sdg.tensors[e.src].dtype])
+            self.sdg.add_op(op, [], shapes, dts)
+            self.sdg.add_edge(probe)
+            made = TensorId(op.op_id, 0)
+            if key is not None:
+                self._adapters[key] = made
+        return Edge(e.sink, e.sink_in, made, domain.basis_expr, None, e.site)
+
+    @staticmethod
+    def _adapter_key(e: Edge, domain: Domain, op_cls: type[ops.Op],
+                     params: dict[str, Any]) -> tuple | None:
+        """What makes two adapters equal: one per read, so a reader reading one value
+        twice (the gradient of tanh records `y * y`) gets one permute of it, not two equal
+        ones the clean-up's dedup, which ran before this pass, never sees. None (no
+        sharing) for a conditional read or unhashable parameters."""
+        if e.cond is not None:
+            return None
+        key = (op_cls, e.src, e.expr, tuple(v.name for v in domain.variables),
+               tuple(sorted(params.items())))
+        try:
+            hash(key)
+        except TypeError:
+            return None
+        return key
 
     def _index_op(self) -> int:
         """The op holding the current value of `d` (the index of unbatching reads)."""

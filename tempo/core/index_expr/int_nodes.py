@@ -179,6 +179,7 @@ class Symbol(IntIndexValue):
     name: str
     is_bound: bool = False
     idx: int = -1
+    owner: int = 0  # the making TempoContext's id (0: none): tells two contexts' d0 apart
 
     def _key(self) -> tuple[Any, ...]:
         return ("Symbol", self.name)
@@ -201,13 +202,13 @@ class Symbol(IntIndexValue):
         """The upper-case bound twin (`t` → `T`)."""
         if self.is_bound:
             return self
-        return Symbol(self.name.upper(), True, self.idx + 1 if self.idx >= 0 else -1)
+        return Symbol(self.name.upper(), True, self.idx + 1 if self.idx >= 0 else -1, self.owner)
 
     def as_var(self) -> Symbol:
         """The lower-case variable twin (`T` → `t`)."""
         if not self.is_bound:
             return self
-        return Symbol(self.name.lower(), False, self.idx - 1 if self.idx >= 1 else -1)
+        return Symbol(self.name.lower(), False, self.idx - 1 if self.idx >= 1 else -1, self.owner)
 
     def to_py(self, names: Mapping[str, str] | None = None) -> str:
         return names.get(self.name, self.name) if names else self.name

@@ -14,7 +14,7 @@ import torch
 
 from tempo.core import naming, ops
 from tempo.core.configs import TUNING, ExecutionConfig
-from tempo.core.errors import BackendError, ShapeError, TempoError, user_site
+from tempo.core.errors import BackendError, ShapeError, TempoError, in_user_names, user_site
 from tempo.core.op_sources import BarrierOp
 from tempo.core.ops_region import RegionOp
 from tempo.core.sdg import SDG, TensorId
@@ -435,12 +435,15 @@ class PythonExecutor(Executor):
         return self._gather(store, tid, parts, prefix + (p,))
 
     def schedule_text(self) -> str:
-        """The schedule as readable pseudo-Python, followed by the generated source."""
+        """The schedule as readable pseudo-Python, followed by the generated source; dims
+        still named `d<k>`/`D<k>` are printed by the names the caller's code binds them to,
+        as errors are (`in_user_names`; dim_names= and the parsed `(b, B), (t, T) =
+        ctx.variables_and_bounds` already named the symbols themselves)."""
         names = {op.op_id: f"{op!r}" for op in self.sdg.topological()}
         dims = {op.op_id: tuple(v.name for v in op.domain.variables)
                 for op in self.sdg.topological()}
         text = st.render(self.schedule.tree, names, dims=dims)
-        return text + "\n# generated:\n" + self.generated.source
+        return in_user_names(text + "\n# generated:\n" + self.generated.source, plain=True)
 
     def get_compilation_time_breakdown(self) -> dict[str, float]:
         return dict(self._timings)
