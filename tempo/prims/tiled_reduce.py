@@ -65,7 +65,7 @@ def _blocks(ins: tuple, n: int) -> Iterator[tuple[list[Any], int, int, int]]:
 def _empty(op: ops.TiledReduceOp, xp: Any, dt: Any) -> Any:
     if op.kind == "max":
         raise ShapeError(f"{op.describe()}: the max of an empty range", site=op.site)
-    return xp.zeros(op.out_shape, dt)
+    return xp.zeros(op.out_shape, dtype=dt)  # torch takes dtype by keyword only
 
 
 # ---------------------------------------------------------------- torch

@@ -3,6 +3,7 @@ are inlined arithmetic, each Exec is one call of a pre-bound kernel: no tree wal
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -186,7 +187,7 @@ class CodeGen:
             pre = [m.to_py(names) for k, m in enumerate(members) if k != d]
             lo, hi = along.bounds_py(names)
             return f"{src}.read_slice({self._key(pre)}, {lo}, {hi})"
-        return f"read_slices({src}, {self._key(self._parts(edge, names))}, stack)"
+        return f"read_slices({src}, {self._key(self._parts(edge, names))}, stack, E{src})"
 
     @staticmethod
     def _parts(edge: Edge, names: dict[str, str]) -> list[str]:
@@ -508,6 +509,7 @@ def generate(
     views_share: bool = True,
     block_reader: Callable[[TensorId, int, int], Any] | None = None,
     loops: Callable[[CodeGen], Any] | None = None,
+    empty: Callable[[TensorId, tuple[int, ...]], Any] | None = None,
 ) -> Generated:
     """Compile the schedule into `run()` (or, with `steps`, a generator `run()` that yields
     after each outer-loop iteration and at barriers); stores and kernels are bound.
@@ -518,7 +520,7 @@ def generate(
     backend's movement ops return views, which cost nothing of their own).
     `block_reader(tid, dim, block)` makes the block reader of a point store that a tiled
     op reads in blocks. `loops(gen)` makes the lowering of compiled loops (the
-    executor's, on jax with enable_compiled_loops)."""
+    executor's, on jax with enable_compiled_loops); `empty(tid, lengths)` an empty read."""
     blocked = {tid: s.dim for tid, s in stores.items() if hasattr(s, "read_slice")}
     gen = CodeGen(sdg, kernels, set(stores), steps, blocked, endings, kernel_ops,
                   tick is not None)
@@ -573,6 +575,7 @@ def generate(
                "EXHAUSTED": {e.var: e.raise_exhausted for e in endings}})
     for tid, store in stores.items():
         ns[store_name(tid)] = store
+        ns["E" + store_name(tid)] = None if empty is None else functools.partial(empty, tid)
         if tid in gen.static:
             bind(ns, store_name(tid), store)
         if tid in blocked:
