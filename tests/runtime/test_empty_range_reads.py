@@ -21,6 +21,7 @@ from tempo.api import RecurrentTensor as RT
 from tempo.api import TempoContext
 from tempo.core.configs import ExecutionConfig
 from tempo.core.dtype import dtypes
+from tempo.core.errors import ShapeError
 
 T_ = 5
 X = np.arange(1, T_ + 1, dtype=np.float32) * 0.5
@@ -110,3 +111,18 @@ def test_gradient_of_a_growing_slice_without_dead_code_elimination(backend: str,
     np.testing.assert_allclose(got["loss"], total.detach().numpy(), rtol=1e-4)
     assert wt.grad is not None
     np.testing.assert_allclose(got["gw"], wt.grad.numpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_the_max_of_an_empty_range_names_the_user_line() -> None:
+    """The tiled max's refusal said 'tiled_max(U=256): the max of an empty range' (an
+    internal op name); it now quotes the user's line."""
+    ctx = TempoContext(config("torch", True), dim_names=("t",))
+    ((t, T),) = ctx.variables_and_bounds
+    with ctx:
+        x = RT.const(X).index(0, t)
+        y = x[t + 1:T].max(0)[0]
+        y[0:T].sink_udf(lambda v: None)
+    with pytest.raises(ShapeError, match=r"`y = x\[t \+ 1:T\]\.max\(0\)\[0\]` at "
+                                         r"test_empty_range_reads.py:\d+ takes the max") as info:
+        ctx.compile({T: T_}).execute()
+    assert "tiled" not in str(info.value)
