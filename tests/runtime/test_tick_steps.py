@@ -78,3 +78,26 @@ def test_a_symbol_loop_of_its_own_is_no_step(backend: str, on: bool) -> None:
         ticks += 1
         assert log and log[-1][0] == ticks - 1 and len(log) == 3 * ticks, log
     assert ticks == 2 and len(log) == 6
+
+
+@pytest.mark.parametrize("backend", ["torch", "numpy"])
+def test_a_barrier_is_no_step_of_its_own(backend: str) -> None:
+    """tick() returned True at a barrier having run nothing; it now runs on to the next
+    step. execute_until_barrier still stops there."""
+    ctx = TempoContext(config(backend, True), dim_names=("t",))
+    ((t, T),) = ctx.variables_and_bounds
+    log: list[str] = []
+    with ctx:
+        x = RT.from_symbol(t).cast(dtypes.float32) * 2.0
+        x.sink_with_ts_udf(lambda v, ts: log.append(f"x{ts[t]}"))
+        RT.barrier("mid")
+        x[0:T].sum().sink_udf(lambda v: log.append(f"sum={float(np.asarray(v)):g}"))
+    exe = ctx.compile({T: 3})
+    after = []
+    while exe.tick():
+        after.append(list(log))
+    assert after == [["x0"], ["x0", "x1"], ["x0", "x1", "x2"], ["x0", "x1", "x2", "sum=6"]]
+    log.clear()
+    exe.reset()
+    exe.execute_until_barrier("mid")
+    assert log == ["x0", "x1", "x2"]

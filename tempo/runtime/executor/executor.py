@@ -372,8 +372,13 @@ class PythonExecutor(Executor):
             raise
 
     def tick(self) -> bool:
-        """Run one iteration of the outermost loop; False once the program has finished."""
-        return self._next_marker()[0]
+        """Run one iteration of the outermost loop; False once the program has finished.
+        A barrier passed on the way is no step of its own (execute_until_barrier stops
+        there)."""
+        while True:
+            more, marker = self._next_marker()
+            if not more or marker is None:
+                return more
 
     def execute_until_barrier(self, name: str) -> None:
         """Run until the barrier op called `name` has executed (or to the end)."""
