@@ -76,24 +76,30 @@ def program(cfg):
     res.append(("rerun_new_data", np.array(log["phase"][-1][1]), np.array(3 * data["X"].sum()), 1e-3))
     res.append(("rerun_src_continues", np.array([v for *_, v in log["sink"]]),
                 np.arange(B_ * T_ + 1, 2 * B_ * T_ + 1, dtype=np.float64), 0))
-    # ticks over the outer dim b
+    # ticks: the outer dim b has two top-level loops here (the many-sink over (b, t) reads
+    # x[0:B, t], so it runs after the main loop over b): each iteration of each is a step
     for k in log:
         log[k] = []
     exe.reset()
-    n = 0
+    n, first = 0, None
     while exe.tick():
         n += 1
+        if first is None:
+            first = [bb for bb, _, _ in log["sink"]]
         if n > 50:
             break
-    res.append(("ticks_b", np.array(n), np.array(B_), 0))
+    res.append(("ticks_b", np.array(n), np.array(2 * B_), 0))
+    res.append(("first_tick_is_b0", np.array(first), np.zeros(T_, int), 0))
     res.append(("tick_ran_all", np.array(len(log["phase"])), np.array(3), 0))
-    # barrier then rest
+    # barrier then the rest by ticking (execute() after it would start a whole new run:
+    # 'a whole run supersedes a stepping run left part-way', executor.py)
     for k in log:
         log[k] = []
     exe.reset()
     exe.execute_until_barrier("phase1")
-    n1 = len(log["phase"]); n1_sink = len(log["sink"])
-    exe.execute()
+    n1 = len(log["phase"])
+    while exe.tick():
+        pass
     res.append(("barrier_split", np.array([n1, len(log["phase"])]), np.array([2, 3]), 0))
     # another executor from the same context with other bounds
     for k in log:
