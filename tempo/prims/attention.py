@@ -150,7 +150,7 @@ def np_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, m: Any, scale: flo
         s = np.where(causal_mask(s.shape[-2], s.shape[-1]), s, neg)
     if m is not None:
         s = np.where(m, s, neg) if m.dtype == np.bool_ else s + m
-    z = s - np.max(s, axis=-1, keepdims=True)
+    z = s - np.max(s, axis=-1, keepdims=True, initial=neg)  # (no keys: empty, as torch)
     e = np.exp(z)
     return np.matmul(e / np.sum(e, axis=-1, keepdims=True), v).astype(q.dtype, copy=False)
 

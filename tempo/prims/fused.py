@@ -99,7 +99,10 @@ def _jax_norm(op: ops.NormOp, be: Any) -> Kernel:
 
 # ---------------------------------------------------------------- numpy
 def np_softmax(x: np.ndarray, dim: int, log: bool) -> np.ndarray:
-    """The numpy reference (stable): shift by the max, normalise by the sum."""
+    """The numpy reference (stable): shift by the max, normalise by the sum. An empty dim
+    (attention over `k[0:t]` at t = 0) gives an empty result, as torch and jax do."""
+    if x.shape[dim] == 0:
+        return x.copy()
     z = x - np.max(x, axis=dim, keepdims=True)
     if log:
         return z - np.log(np.sum(np.exp(z), axis=dim, keepdims=True))

@@ -23,7 +23,7 @@ import numpy as np
 
 from tempo.api.autodiff.grad_rules import NOT_DIFFERENTIABLE
 from tempo.compiler.op_rules import NO_BATCHING, Cost, traffic
-from tempo.core import ops
+from tempo.core import naming, ops
 from tempo.core.errors import ShapeError
 from tempo.core.ops_region import RegionOp
 from tempo.prims.define import primitive
@@ -64,8 +64,11 @@ def _blocks(ins: tuple, n: int) -> Iterator[tuple[list[Any], int, int, int]]:
 
 def _empty(op: ops.TiledReduceOp, xp: Any, dt: Any) -> Any:
     if op.kind == "max":
-        raise ShapeError(f"{op.describe()}: the max of an empty range", site=op.site)
-    return xp.zeros(op.out_shape, dt)
+        raise ShapeError(f"{naming.at_site(op.site)} takes the max of a range of no points "
+                         "(a read such as x[t + 1:T] at t = T - 1, or x[0:t] at t = 0): an "
+                         "empty range has no largest element; keep at least one point in "
+                         "it (e.g. x[t:T])", site=op.site)
+    return xp.zeros(op.out_shape, dtype=dt)  # torch takes dtype by keyword only
 
 
 # ---------------------------------------------------------------- torch

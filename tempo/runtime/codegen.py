@@ -3,6 +3,7 @@ are inlined arithmetic, each Exec is one call of a pre-bound kernel: no tree wal
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -37,6 +38,7 @@ from tempo.runtime.codegen_static import (
     static_tensors,
     write_name,
 )
+from tempo.runtime.codegen_steps import needs_last_step, step_loops
 from tempo.runtime.loops_split import Invariants, emit_runs, resolved_branches
 from tempo.schedule.tree import Exec, Fetch, Free, If, Loop, Node, Offload, Seq, While
 
@@ -63,26 +65,6 @@ def local_name(tid: TensorId) -> str:
     return "v" + store_name(tid)
 
 
-def _runs_ops(node: Node) -> bool:
-    """Whether a schedule subtree executes an op (not only frees)."""
-    if isinstance(node, Exec):
-        return True
-    if isinstance(node, Seq):
-        return any(_runs_ops(c) for c in node.children)
-    if isinstance(node, Loop | While):
-        return _runs_ops(node.body)
-    if isinstance(node, If):
-        return _runs_ops(node.then) or (node.else_ is not None and _runs_ops(node.else_))
-    return False
-
-
-def _needs_last_step(tree: Node) -> bool:
-    """Whether ops run after the last outer loop that yields (or there is no such loop)."""
-    top = tree.children if isinstance(tree, Seq) else [tree]
-    steps = [k for k, c in enumerate(top) if isinstance(c, Loop) and _runs_ops(c.body)]
-    return not steps or any(_runs_ops(c) for c in top[steps[-1] + 1:])
-
-
 class CodeGen:
     """Emits the body of `run()` for one schedule over one SDG."""
 
@@ -100,6 +82,7 @@ class CodeGen:
         self.kernel_ops = kernel_ops or {}
         self.blocked = blocked or {}
         self.steps = steps  # emit a generator yielding after each outer-loop iteration
+        self.step_ids: set[int] = set()  # the top-level loops that yield (codegen_steps)
         self.kernels = kernels
         self.stored = stored
         self.lines: list[str] = []
@@ -186,7 +169,7 @@ class CodeGen:
             pre = [m.to_py(names) for k, m in enumerate(members) if k != d]
             lo, hi = along.bounds_py(names)
             return f"{src}.read_slice({self._key(pre)}, {lo}, {hi})"
-        return f"read_slices({src}, {self._key(self._parts(edge, names))}, stack)"
+        return f"read_slices({src}, {self._key(self._parts(edge, names))}, stack, E{src})"
 
     @staticmethod
     def _parts(edge: Edge, names: dict[str, str]) -> list[str]:
@@ -262,7 +245,7 @@ class CodeGen:
             self.line_ops = self.inv.close(self.lines, self.line_ops, pad)
             if self.tick and ind == 1:
                 self.lines.append(f"{pad}    mem_tick()")
-            if self.steps and ind == 1 and _runs_ops(node.body):  # a loop of frees is no step
+            if self.steps and ind == 1 and id(node) in self.step_ids:  # codegen_steps
                 self.lines.append(f"{pad}    yield None")
             if end is not None and end.exhausted is not None:  # never a silent cap
                 self.lines.append(f"{pad}if ENDS[{end.var!r}] == {NOT_ENDED}:")
@@ -508,6 +491,7 @@ def generate(
     views_share: bool = True,
     block_reader: Callable[[TensorId, int, int], Any] | None = None,
     loops: Callable[[CodeGen], Any] | None = None,
+    empty: Callable[[TensorId, tuple[int, ...]], Any] | None = None,
 ) -> Generated:
     """Compile the schedule into `run()` (or, with `steps`, a generator `run()` that yields
     after each outer-loop iteration and at barriers); stores and kernels are bound.
@@ -518,7 +502,7 @@ def generate(
     backend's movement ops return views, which cost nothing of their own).
     `block_reader(tid, dim, block)` makes the block reader of a point store that a tiled
     op reads in blocks. `loops(gen)` makes the lowering of compiled loops (the
-    executor's, on jax with enable_compiled_loops)."""
+    executor's, on jax with enable_compiled_loops); `empty(tid, lengths)` an empty read."""
     blocked = {tid: s.dim for tid, s in stores.items() if hasattr(s, "read_slice")}
     gen = CodeGen(sdg, kernels, set(stores), steps, blocked, endings, kernel_ops,
                   tick is not None)
@@ -547,6 +531,8 @@ def generate(
                                   and t not in blocked and not sdg.is_kept(t.op_id)})}
     if loops is not None:
         gen.loops = loops(gen)
+    if steps:
+        gen.step_ids = step_loops(sdg, tree)
     gen.emit(tree, 1)
     if tick is not None:  # a last sample: programs without an outer loop have one too
         gen.lines.append("    mem_tick()")
@@ -558,7 +544,7 @@ def generate(
     elif gen.charges is not None:  # under a cap: only the exact merges
         gen.lines, where = tighten(gen.lines)
         gen.line_ops = {where[k - 2] + 2: v for k, v in gen.line_ops.items() if k - 2 in where}
-    if steps and _needs_last_step(tree):
+    if steps and needs_last_step(tree, gen.step_ids):
         # a last step for statements after the outer loop (or the whole of a program
         # without one); none when the outer loop's own yield was the last thing run, so
         # tick() is True once per outer iteration and no more
@@ -573,6 +559,7 @@ def generate(
                "EXHAUSTED": {e.var: e.raise_exhausted for e in endings}})
     for tid, store in stores.items():
         ns[store_name(tid)] = store
+        ns["E" + store_name(tid)] = None if empty is None else functools.partial(empty, tid)
         if tid in gen.static:
             bind(ns, store_name(tid), store)
         if tid in blocked:

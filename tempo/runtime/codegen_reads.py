@@ -12,23 +12,31 @@ from tempo.core.sdg import SDG, TensorId
 from tempo.runtime.stores_stacked import StackedStore
 
 
-def read_slices(store: dict, parts: tuple, stack: Callable) -> Any:
+def read_slices(store: dict, parts: tuple, stack: Callable,
+                empty: Callable[[tuple[int, ...]], Any] | None = None) -> Any:
     """Gather points of `store`: `parts` holds ints and (lo, hi) ranges; ranges are stacked
     as leading dims in order. A jax block store (a compiled loop's stacked output) returns
-    the blocks that cover the range as they are."""
+    the blocks that cover the range as they are. An empty range (`x[t + 1:T]` at
+    t = T - 1, `x[0:t]` at t = 0) has no point to stack: `empty(lengths)` makes the
+    (lengths, *point shape) array of no elements (None: the tensor's point shape is not
+    static, and stacking nothing fails as before)."""
     if isinstance(store, StackedStore):
         got = store.read_range(parts, stack)
         if got is not None:
             return got
-    return _read_points(store, parts, stack)
+    return _read_points(store, parts, stack, empty)
 
 
-def _read_points(store: dict, parts: tuple, stack: Callable) -> Any:
+def _read_points(store: dict, parts: tuple, stack: Callable,
+                 empty: Callable[[tuple[int, ...]], Any] | None = None) -> Any:
     for k, p in enumerate(parts):
         if isinstance(p, tuple):
             lo, hi = p
             head, rest = parts[:k], parts[k + 1 :]
-            return stack([_read_points(store, head + (i,) + rest, stack)
+            if hi <= lo and empty is not None:
+                return empty(tuple(max(q[1] - q[0], 0) for q in parts[k:]
+                                   if isinstance(q, tuple)))
+            return stack([_read_points(store, head + (i,) + rest, stack, empty)
                           for i in range(lo, hi)])
     return store[parts]
 

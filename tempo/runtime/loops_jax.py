@@ -350,7 +350,7 @@ class NestRunner:
             env.update(zip(names, vals))
             env.update({n: _StepStore(tape) for n in stores})
             env.update(stack=jnp.stack, rows=lambda x, s, c: [x[s + i] for i in range(c)],
-                       read_slices=lambda st, parts, _s: st.tape.read())
+                       read_slices=lambda st, parts, _s, _e=None: st.tape.read())
             for n in list(env):
                 if re.fullmatch(r"k\d+", n):
                     env[n] = self._kernel(tape, env[n], kernel_ops[int(n[1:])], pl, r)

@@ -454,10 +454,11 @@ def analyse(source: str, counter: str, counters: list[int], env: dict[str, Any],
         g: dict[str, Any] = dict(env)
         g.update({n: Tok(("a", n)) for n in args})
         g.update(run.stores)
+        g.update({"E" + n: None for n in dims})  # (a dry range read is never empty)
         g.update({f"k{i}": run.kernel(i) for i in kernel_ops})
         g.update({n: run.runner(n) for n in runners})
         g.update(stack=stack_stub, rows=rows_stub,
-                 read_slices=lambda store, parts, _stack: store.read_range(parts))
+                 read_slices=lambda store, parts, _stack, _e=None: store.read_range(parts))
         exec(code, g)  # noqa: S102 - our generated source
         body = g["_nbody"]
         bounds = sorted(starts) + [len(counters)]

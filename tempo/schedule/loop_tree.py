@@ -156,10 +156,16 @@ class LoopTreeBuilder:
 
     def live(self, e: Edge, outer: list[str]) -> bool:
         """Whether some pair of `e` is at distance 0 along every enclosing loop (ends
-        shifted differently along one: kept, it may run in one iteration)."""
-        if any(self.shift(e.src.op_id, v) != self.shift(e.sink, v) for v in outer):
-            return True
-        return all("0" in self.signs(e, v, tuple(outer[:k])) for k, v in enumerate(outer))
+        shifted differently along one: kept, it may run in one iteration), outermost
+        first: a loop that separates every pair (no 0 in its signs) settles it, whatever
+        the shifts of the loops inside it (the step of a stencil u[b, t+1] = f(u[b-1, t],
+        u[b+1, t]) shifted along b reads u at t - 1, never in its own iteration of t)."""
+        for k, v in enumerate(outer):
+            if self.shift(e.src.op_id, v) != self.shift(e.sink, v):
+                return True
+            if "0" not in self.signs(e, v, tuple(outer[:k])):
+                return False
+        return True
 
     def build(self) -> list[TreeNode]:
         return self._level(sorted(self.ops), [])

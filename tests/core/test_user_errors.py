@@ -187,6 +187,12 @@ def python_max_instead_of_index_max(cfg: ExecutionConfig) -> None:
         x[max(t - 1, 0)]  # MISTAKE
 
 
+def stack_of_no_tensors(cfg: ExecutionConfig) -> None:
+    ctx, t, T = ctx1(cfg)
+    with ctx:
+        RT.stack([])  # MISTAKE
+
+
 def python_if_on_a_tensor(cfg: ExecutionConfig) -> None:
     ctx, t, T = ctx1(cfg)
     with ctx:
@@ -444,6 +450,7 @@ CASES: list[tuple[Callable[[ExecutionConfig], None], type[Exception], tuple[str,
     (too_many_indices, errors.IndexExprError, ("3 indices",)),
     (two_ellipses, errors.IndexExprError, ("...",)),
     (python_max_instead_of_index_max, errors.IndexExprError, ("ie.max",)),
+    (stack_of_no_tensors, errors.ArgumentError, ("stack of no tensors",)),
     (python_if_on_a_tensor, errors.TempoError, ("where",)),
     (index_that_is_not_affine, errors.IndexExprError, ("t * t", "affine")),
     (symbolic_slice_with_a_step, errors.IndexExprError, ("step",)),

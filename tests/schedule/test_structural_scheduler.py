@@ -100,6 +100,68 @@ def test_reads_both_ways_along_b_put_t_outside() -> None:
     assert _structural(exe)
 
 
+def _stencil(b: Any, B: Any, t: Any, k: RT) -> RT:
+    """u[b, t+1] = tanh(sum_j k_j u[b+j-1, t]) (edges clamped): the step reads u's
+    neighbours at its own t, so it shifts along b inside t, and feeds u at t + 1."""
+    u = RT.placeholder((), dtypes.float32, domain=(b, t))
+    u[b, 0] = RT.const(X[:, 0].copy()).index(0, b)
+    nb = RT.stack([u[ie_max(b - 1, 0), t], u, u[ie_min(b + 1, B - 1), t]], dim=0)
+    u[b, t + 1] = (nb * k).sum().tanh()
+    return u
+
+
+K3 = np.array([0.3, 0.5, -0.2], np.float32)
+
+
+def _stencil_torch(kt: torch.Tensor) -> list[list[torch.Tensor]]:
+    u = [[torch.tensor(X[j, 0])] for j in range(B_)]
+    for _ in range(1, T_):
+        prev = [u[j][-1] for j in range(B_)]
+        for j in range(B_):
+            nb = torch.stack([prev[max(j - 1, 0)], prev[j], prev[min(j + 1, B_ - 1)]])
+            u[j].append(torch.tanh((nb * kt).sum()))
+    return u
+
+
+def test_a_stencil_step_shifted_along_b_stays_structural() -> None:
+    """acceptance accept5a b12: an edge the outer t loop separates (the step's value read
+    by u at t - 1) counted as live inside t because its ends were shifted differently
+    along b; the component could not be ordered and isl's scheduler took over: 3 s for
+    the forward program, 18 s with its gradient, and no end in sight (> 300 s) with a
+    reverse recurrence over b beside it."""
+
+    def build(bB: Any, tT: Any) -> RT:
+        (b, B), (t, _) = bB, tT
+        return _stencil(b, B, t, RT.const(K3))
+
+    exe, u = _run(build, 2, (B_, T_))
+    want = torch.stack([torch.stack(r) for r in _stencil_torch(torch.tensor(K3))]).numpy()
+    np.testing.assert_allclose(_get(exe, u, (B_, T_)), want, rtol=1e-5, atol=1e-6)
+    assert _structural(exe)
+
+
+def test_the_gradient_of_a_stencil_stays_structural() -> None:
+    got: dict[str, np.ndarray] = {}
+
+    def build(bB: Any, tT: Any) -> RT:
+        (b, B), (t, T) = bB, tT
+        k = RT.const(K3, requires_grad=True)
+        u = _stencil(b, B, t, k)
+        loss = (u * u)[0:B, 0:T].sum((0, 1))
+        loss.backward()
+        assert k.grad is not None
+        k.grad.sink_udf(lambda v: got.__setitem__("gk", np.asarray(v)))
+        return loss
+
+    t0 = time.perf_counter()
+    exe, _ = _run(build, 2, (B_, T_))
+    kt = torch.tensor(K3, requires_grad=True)
+    sum((x * x for r in _stencil_torch(kt) for x in r), torch.zeros(())).backward()
+    assert kt.grad is not None
+    np.testing.assert_allclose(got["gk"], kt.grad.numpy(), rtol=1e-4, atol=1e-6)
+    assert _structural(exe), time.perf_counter() - t0
+
+
 def ie_max(a: Any, b: Any) -> Any:
     from tempo.core import index_expr as ie
 

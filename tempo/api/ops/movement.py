@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from tempo.api.tensor_base import active_ctx, lift, record1
 from tempo.core import index_expr as ie
 from tempo.core import ops
-from tempo.core.errors import ShapeError, user_site
+from tempo.core.errors import ArgumentError, ShapeError, user_site
 from tempo.core.shape import Shape, ShapeLike
 
 if TYPE_CHECKING:
@@ -23,8 +23,10 @@ def _norm(dim: int, ndim: int) -> int:
         raise ShapeError(exc.args[0], site=user_site()) from None
 
 
-def _tensors(xs: Any, more: tuple) -> list[RecurrentTensor]:
+def _tensors(xs: Any, more: tuple, what: str = "cat") -> list[RecurrentTensor]:
     items = list(xs) if isinstance(xs, list | tuple) else [xs]
+    if not items and not more:
+        raise ArgumentError(f"{what} of no tensors: pass at least one", site=user_site())
     return [lift(x) for x in items + list(more)]
 
 
@@ -36,7 +38,7 @@ def cat(xs: Any, *more: Any, dim: int = 0) -> RecurrentTensor:
 
 
 def stack(xs: Any, *more: Any, dim: int = 0) -> RecurrentTensor:
-    ts = _tensors(xs, more)
+    ts = _tensors(xs, more, "stack")
     d = _norm(dim, ts[0].ndim + 1)
     return cat([t.unsqueeze(d) for t in ts], dim=d)
 

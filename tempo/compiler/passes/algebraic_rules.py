@@ -111,7 +111,25 @@ def _alias_merge(sdg: SDG, op: ops.MergeOp) -> bool:
     cond = es[0].cond
     if cond is not None and not (isinstance(cond, ConstBool) and cond.const):
         return False
+    if _closes_merge_free_cycle(sdg, es[0].src.op_id, op.op_id):
+        return False
     return alias(sdg, op, es[0].src, es[0].expr)
+
+
+def _closes_merge_free_cycle(sdg: SDG, src: int, merge: int) -> bool:
+    """Whether `src` reads `merge` through ops none of which is a merge: aliasing the merge
+    to `src` would leave a cycle without a merge (`u[True] = v + 1; v[True] = u * 2`),
+    which no order runs and the scheduler cannot name; kept, the scheduler reports it."""
+    seen, todo = {src}, [src]
+    while todo:
+        for e in sdg.in_edges.get(todo.pop(), ()):
+            j = e.src.op_id
+            if j == merge:
+                return True
+            if j not in seen and not isinstance(sdg.ops[j], ops.MergeOp):
+                seen.add(j)
+                todo.append(j)
+    return False
 
 
 def _prune_branches(sdg: SDG, op: ops.MergeOp) -> bool:

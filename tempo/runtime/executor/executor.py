@@ -14,6 +14,7 @@ import torch
 
 from tempo.core import naming, ops
 from tempo.core.configs import TUNING, ExecutionConfig
+from tempo.core.dtype import dtypes
 from tempo.core.errors import BackendError, ShapeError, TempoError, in_user_names, user_site
 from tempo.core.op_sources import BarrierOp
 from tempo.core.ops_region import RegionOp
@@ -144,7 +145,8 @@ class PythonExecutor(Executor):
                                 tick=self.accountant.tick if tracked else None,
                                 accountant=self.accountant if tracked else None,
                                 views_share=self.backend.name in SHARING_BACKENDS,
-                                block_reader=self._block_reader, loops=self._loop_lowering())
+                                block_reader=self._block_reader, loops=self._loop_lowering(),
+                                empty=self._empty_points)
         self.generated: Generated = gen()
         self._make_steps = lambda: gen(steps=True)
         self._steps: Iterator[str | None] | None = None
@@ -234,6 +236,17 @@ class PythonExecutor(Executor):
                       cfg.inc_statify_block_size, circular=cfg.enable_gc,
                       block_bytes=None if cap is None else max(cap // TUNING.swap_block_share, 1),
                       force=not cfg.enable_point_store_fallback)
+
+    def _empty_points(self, tid: TensorId, lengths: tuple[int, ...]) -> Any:
+        """A read of no points of `tid` (`x[t + 1:T]` at t = T - 1): zero rows of its point
+        shape, so the op reading it sees an empty dim as in numpy, not a failed stack."""
+        info = self.sdg.tensors[tid]
+        shape = info.shape.try_resolve(self._bound_values())
+        if not shape.is_static():
+            raise BackendError(f"a read of no points of a tensor of symbolic shape {shape}",
+                               site=self.sdg.ops[tid.op_id].site)
+        full = (*lengths, *shape.as_static())
+        return self.backend.from_numpy(np.zeros(full, dtypes.to_np(info.dtype)), info.dtype)
 
     def _ranged_store(self, tid: TensorId, kind: StoreKind,
                       swapper: Swapper | None) -> BlockStore | CircularStore | RingStore:
@@ -358,8 +371,13 @@ class PythonExecutor(Executor):
             raise
 
     def tick(self) -> bool:
-        """Run one iteration of the outermost loop; False once the program has finished."""
-        return self._next_marker()[0]
+        """Run one iteration of the outermost loop; False once the program has finished.
+        A barrier passed on the way is no step of its own (execute_until_barrier stops
+        there)."""
+        while True:
+            more, marker = self._next_marker()
+            if not more or marker is None:
+                return more
 
     def execute_until_barrier(self, name: str) -> None:
         """Run until the barrier op called `name` has executed (or to the end)."""
