@@ -31,7 +31,7 @@ def compute_schedule(sc: isl.ScheduleConstraints) -> isl.Schedule:
     r, w = os.pipe()
     held: list[int] = []
     restore = _hold_sigint(held)
-    pid = -1
+    pid, parent = -1, os.getpid()
     try:
         with warnings.catch_warnings():
             # The worker only runs isl (C, its own allocations): the threads of torch/JAX
@@ -44,6 +44,7 @@ def compute_schedule(sc: isl.ScheduleConstraints) -> isl.Schedule:
     if pid == 0:  # the worker: schedule, write the result, exit without cleanup
         os.close(r)
         signal.signal(signal.SIGINT, signal.SIG_DFL)
+        _die_with_parent(parent)
         try:
             sched = isl.ScheduleConstraints.read_from_str(isl.DEFAULT_CONTEXT, text)
             payload = b"OK" + sched.compute_schedule().to_str().encode()
@@ -101,6 +102,21 @@ def _hold_sigint(held: list[int]) -> Callable[[], None]:
         signal.signal(signal.SIGINT, previous)
 
     return restore
+
+
+def _die_with_parent(parent: int) -> None:
+    """In the worker: end when the compiling process ends (killed, say, by a test runner's
+    timeout), instead of scheduling on for minutes as an orphan. Linux's
+    PR_SET_PDEATHSIG where it exists; a parent already gone by then ends the worker now."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)  # 1 = PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # not Linux: the worker ends when isl returns
+        pass
+    if os.getppid() != parent:
+        os._exit(1)
 
 
 def _reap(pid: int) -> None:

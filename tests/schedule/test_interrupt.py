@@ -101,3 +101,58 @@ def test_sigint_during_the_fork_is_not_swallowed(monkeypatch: pytest.MonkeyPatch
     finally:
         _FIRE_IN_FORK.clear()
     assert started and time.perf_counter() - started[0] < 2.0
+
+
+_KILLED_PARENT = """
+import os, sys
+import tempo.schedule.scheduler as scheduler
+from tempo.bench.compile_programs import mlp_adam
+scheduler.FORCE_ISL = True
+fork = os.fork
+def recorded():
+    pid = fork()
+    if pid:
+        with open(sys.argv[1], "w") as f:
+            f.write(str(pid))
+    return pid
+os.fork = recorded
+prog = mlp_adam(16)
+prog.ctx.compile(prog.bounds)
+"""
+
+
+def _alive(pid: int) -> bool:
+    """`pid` runs (a zombie waiting for its reaper does not)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/stat"), reason="reads /proc (Linux)")
+def test_worker_ends_with_a_killed_compiling_process(tmp_path) -> None:  # noqa: ANN001
+    """A compiling process killed outright (SIGKILL: a test runner's timeout, the OOM
+    killer) takes its isl worker with it, instead of leaving it scheduling for minutes."""
+    import subprocess
+    import sys
+
+    pid_file = tmp_path / "worker.pid"
+    proc = subprocess.Popen([sys.executable, "-c", _KILLED_PARENT, str(pid_file)])
+    try:
+        deadline = time.perf_counter() + 120.0
+        while not pid_file.exists() or not pid_file.read_text():
+            assert proc.poll() is None, "the compile ended before its isl worker started"
+            assert time.perf_counter() < deadline, "no isl worker within 120 s"
+            time.sleep(0.05)
+        worker = int(pid_file.read_text())
+        time.sleep(0.3)  # (the worker is past its start, scheduling)
+    finally:
+        proc.kill()
+        proc.wait()
+    deadline = time.perf_counter() + 10.0
+    while _alive(worker):
+        if time.perf_counter() > deadline:
+            os.kill(worker, signal.SIGKILL)
+            pytest.fail("the isl worker outlived its killed parent by 10 s")
+        time.sleep(0.05)
