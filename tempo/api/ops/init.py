@@ -128,7 +128,7 @@ def init_from_statedict(flat_state_dict: Mapping[str, Any],
         if not hasattr(v, "detach"):
             return np.asarray(v)
         v = v.detach()
-        if want is not None:  # e.g. a bfloat16 checkpoint (no Tempo dtype) read as float32
+        if want is not None:  # e.g. a bfloat16 checkpoint read as float32
             import torch
 
             tdt = getattr(torch, dtypes.to_np(want).name)
