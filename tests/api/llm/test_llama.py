@@ -151,12 +151,21 @@ def test_eos_bound_stops_each_sequence_and_the_loop(prefill: bool, hf_only: Path
     assert at1 >= first[1]
 
 
-def test_generate_example_streams_text(ckpt: Path, capsys: pytest.CaptureFixture) -> None:
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_generate_example_streams_text(dtype: str, ckpt: Path,
+                                       capsys: pytest.CaptureFixture) -> None:
     import runpy
+
+    from tempo.core.dtype import dtypes
 
     root = Path(__file__).resolve().parents[3]
     mod = runpy.run_path(str(root / "examples" / "llm" / "generate.py"))
-    mod["main"](["--checkpoint", str(ckpt), "--prompt", "the river", "--max-new-tokens", "5"])
+    old = dtypes.default_float
+    try:
+        mod["main"](["--checkpoint", str(ckpt), "--prompt", "the river", "--max-new-tokens",
+                     "5", "--dtype", dtype])
+    finally:
+        dtypes.default_float = old
     out, err = capsys.readouterr()
     assert out.strip() and "steps in" in err and "compiled in" in err
 
@@ -277,8 +286,10 @@ def hf_bf16_reference(ckpt: Path) -> tuple[torch.Tensor, torch.Tensor, torch.Ten
     return prompt, out, logits
 
 
-@pytest.mark.parametrize("backend", ["torch", "numpy", pytest.param("jax", marks=pytest.mark.slow)])
-def test_bfloat16_llama_tracks_hf_bfloat16(backend: str, hf_only: Path,
+@pytest.mark.parametrize(("backend", "prefill"), [
+    ("torch", False), ("torch", True), ("numpy", False),
+    pytest.param("jax", False, marks=pytest.mark.slow)])
+def test_bfloat16_llama_tracks_hf_bfloat16(backend: str, prefill: bool, hf_only: Path,
                                            hf_bf16_reference: tuple) -> None:
     """API §6.5's `Llama.from_checkpoint(dir, t, n_words, dtypes.bfloat16, cfg)` with
     `dtypes.default_float = dtypes.bfloat16`: there was no `dtypes.bfloat16`
@@ -286,7 +297,8 @@ def test_bfloat16_llama_tracks_hf_bfloat16(backend: str, hf_only: Path,
     are within 0.06 of HF's LlamaForCausalLM in torch_dtype=bfloat16 (logits up to ~3.1;
     measured 0.031 on torch, 0.039 numpy/jax; HF's own bfloat16 logits are 0.046 from its
     float32 ones, ours 0.049: we keep attention's softmax and the residual in float32 where
-    HF rounds to bfloat16), and the 4 greedy tokens of both sequences equal HF's."""
+    HF rounds to bfloat16), and the 4 greedy tokens of both sequences equal HF's; also with
+    the prompt prefilled in one batched step (logits from position P-1 on)."""
     from tempo.core.configs import ExecutionConfig
     from tempo.core.dtype import dtypes
 
@@ -297,15 +309,18 @@ def test_bfloat16_llama_tracks_hf_bfloat16(backend: str, hf_only: Path,
     try:
         gen = Generation(str(hf_only), prompt.numpy(), 4,
                          exec_cfg=ExecutionConfig(dev="cpu", backend=backend),
-                         dtype=dtypes.bfloat16,
+                         dtype=dtypes.bfloat16, prefill=prefill,
                          logits_sink=lambda s, x: rows.__setitem__(s, _torch_of(x)))
         toks = gen.run()
     finally:
         dtypes.default_float = old
     assert all(r.dtype == torch.bfloat16 for r in rows.values())
-    logits = torch.stack([rows[k] for k in sorted(rows)], 1)[:, : P + 3]
-    assert logits.shape == ref_logits.shape == (2, P + 3, 768)
-    torch.testing.assert_close(logits.float(), ref_logits.float(), atol=0.06, rtol=0)
+    first = min(rows)
+    assert first == (P - 1 if prefill else 0)
+    logits = torch.stack([rows[k] for k in sorted(rows)], 1)[:, : P + 3 - first]
+    assert logits.shape == (2, P + 3 - first, 768)
+    torch.testing.assert_close(logits.float(), ref_logits[:, first:].float(), atol=0.06,
+                               rtol=0)
     np.testing.assert_array_equal(toks, ref_tokens.numpy())
     assert len(set(toks[:, P:].ravel().tolist())) > 2
 
