@@ -27,7 +27,8 @@ A, C = make_input((6, 16), BF, seed=1), make_input((6, 16), BF, seed=2)
 B = make_input((16, 5), BF, seed=3)
 POS = make_input((6, 16), BF, seed=4, positive=True)
 BA, BB = make_input((3, 4, 8), BF, seed=5), make_input((3, 8, 2), BF, seed=6)
-LONG = make_input((4, 512), BF, seed=7)  # a long sum: bfloat16 accumulation would drift
+LONG = make_input((4, 2048), BF, seed=7)  # long sums: bfloat16 accumulation would drift
+LONG_B = make_input((2048, 3), BF, seed=9)
 
 Fn = Callable[..., Any]
 CASES: dict[str, tuple[Fn, tuple[torch.Tensor, ...]]] = {
@@ -46,6 +47,7 @@ CASES: dict[str, tuple[Fn, tuple[torch.Tensor, ...]]] = {
     "where": (lambda a, c: (a > c).where(a, c), (A, C)),
     "matmul": (lambda a, b: a @ b, (A, B)),
     "bmm": (lambda a, b: a @ b, (BA, BB)),
+    "matmul_long": (lambda a, b: a @ b, (LONG, LONG_B)),
     "sum": (lambda a: a.sum(1), (A,)),
     "sum_long": (lambda x: x.sum(1), (LONG,)),
     "mean": (lambda a: a.mean(0), (A,)),
