@@ -24,8 +24,8 @@ def host_to_torch(a: Any, device: Any = None) -> Any:
     a = np.asarray(a)
     if a.dtype != BF16:
         return torch.as_tensor(a, device=device)
-    if not a.flags.c_contiguous:  # (not np.ascontiguousarray: it makes a 0-d array 1-d)
-        a = a.copy()
+    if not (a.flags.c_contiguous and a.flags.writeable):  # torch warns on read-only memory
+        a = a.copy()  # (not np.ascontiguousarray: it makes a 0-d array 1-d)
     bits = torch.from_numpy(a.view(np.int16))
     return bits.view(torch.bfloat16).to(device) if device is not None else \
         bits.view(torch.bfloat16)
