@@ -135,3 +135,15 @@ def test_bfloat16_const_from_numpy_and_udf_results() -> None:
     assert got.dtype == BF
     want = torch.tensor([[3.0, -4.5], [6.0, 0.015625]], dtype=BF)
     assert torch.equal(got, want)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("dt", ["bfloat16", "float16"])
+def test_half_precision_random_stays_in_unit_interval(dt: str, backend: str) -> None:
+    """U[0, 1) in bfloat16/float16: numpy draws float32 and rounded it, so draws in
+    [1 - epsneg/2, 1) became 1.0 (one in 512 in bfloat16, one in 4096 in float16; ~39 and
+    ~5 of these 20000). torch and jax draw on the dtype's grid."""
+    got = run_static(lambda: RT.random((20000,), getattr(dtypes, dt)), backend=backend)
+    assert got.dtype == getattr(torch, dt)
+    assert 0.0 <= got.min().item() and got.max().item() < 1.0
+    assert abs(got.float().mean().item() - 0.5) < 0.02
