@@ -30,6 +30,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--top-p", type=float, default=0.9)
     ap.add_argument("--no-prefill", action="store_true",
                     help="feed the prompt one token per step instead of one batched prefill")
+    ap.add_argument("--dtype", default="float32", choices=("float32", "float16", "bfloat16"),
+                    help="the model's dtype (sets dtypes.default_float; API §6.5)")
     ap.add_argument("--make-tiny", action="store_true",
                     help="first write a small random checkpoint to --checkpoint")
     args = ap.parse_args(argv)
@@ -39,6 +41,7 @@ def main(argv: list[str] | None = None) -> None:
     from tempo.api.llm.generate import Generation, encode_prompts
     from tempo.api.llm.models.llama import Llama
     from tempo.api.llm.tiny_checkpoint import write_tiny_checkpoint
+    from tempo.core.dtype import dtypes
 
     torch.set_num_threads(1)
     if args.make_tiny:
@@ -47,7 +50,9 @@ def main(argv: list[str] | None = None) -> None:
     tok = Llama.auto_tokenizer_from_checkpoint(args.checkpoint)
     prompt = encode_prompts(tok, args.prompt)
     t0 = time.process_time()
+    dtypes.default_float = getattr(dtypes, args.dtype)  # the model computes in default_float
     gen = Generation(args.checkpoint, prompt, args.max_new_tokens, n_words=tok.n_words,
+                     dtype=dtypes.default_float,
                      greedy=args.temperature <= 0.0, temperature=max(args.temperature, 1e-6),
                      top_p=args.top_p, stop_tokens=tok.stop_tokens, pad_id=tok.eos_id,
                      prefill=not args.no_prefill)

@@ -15,6 +15,7 @@ import numpy as np
 from tempo.core.domain import Domain, DomainLike
 from tempo.core.dtype import DataType, dtypes
 from tempo.core.errors import ShapeError, UnsupportedError, user_site
+from tempo.runtime.host_arrays import to_host
 
 if TYPE_CHECKING:
     from tempo.api.recurrent_tensor import RecurrentTensor
@@ -22,9 +23,7 @@ if TYPE_CHECKING:
 
 def _as_array(v: Any) -> np.ndarray:
     """One field of a dataset item (a torch tensor, array or Python number) as numpy."""
-    if hasattr(v, "detach"):
-        return np.asarray(v.detach().cpu().numpy())
-    return np.asarray(v)
+    return to_host(v)
 
 
 class DataLoader:

@@ -164,7 +164,9 @@ def lift(x: Any) -> RecurrentTensor:
     if isinstance(x, bool | int | float | np.ndarray | np.generic | list | tuple):
         return creation.const(x)
     if type(x).__module__.startswith("torch"):
-        return creation.const(x.detach().cpu().numpy())
+        from tempo.runtime.host_arrays import torch_to_host
+
+        return creation.const(torch_to_host(x))
     raise DTypeError(f"cannot use a {type(x).__name__} ({x!r:.40}) as a tensor: operands must "
                      "be RecurrentTensors, index expressions, Python numbers or bools, lists "
                      "or arrays", site=user_site())

@@ -1,5 +1,7 @@
 """Element types of tensors and their JAX-style promotion lattice.
-Core stays backend-free: torch/jax dtypes are recognised by their string form only."""
+Core stays backend-free: torch/jax dtypes are recognised by their string form only.
+bfloat16 is numpy's through `ml_dtypes` (a numpy dtype extension jax already depends on,
+no backend): numpy itself has no bfloat16 and no finfo for it."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any, ClassVar, TypeAlias
 
+import ml_dtypes
 import numpy as np
 
 from tempo.core.errors import DTypeError, user_site
@@ -32,7 +35,7 @@ class DataType:
 
 
 def _float(name: str, nbytes: int, prio: int, np_dt: Any) -> DataType:
-    fi = np.finfo(np_dt)
+    fi = ml_dtypes.finfo(np_dt)  # numpy's finfo for numpy floats, and bfloat16's
     return DataType(name, nbytes, prio, eps=float(fi.eps), minimum=float(fi.tiny))
 
 
@@ -54,6 +57,9 @@ class dtypes:  # noqa: N801 - public name fixed by the API
     int64: ClassVar[DataType] = DataType("long", 8, 7)
     uint64: ClassVar[DataType] = DataType("unsigned long", 8, 8)
     float16: ClassVar[DataType] = _float("half", 2, 11, np.float16)
+    # float16's sibling (JAX's lattice): both sit under float32, so bf16 + f16 -> float32;
+    # ints join float16 first (priority 11 < 12), as before bfloat16 existed.
+    bfloat16: ClassVar[DataType] = _float("bfloat16", 2, 12, ml_dtypes.bfloat16)
     float32: ClassVar[DataType] = _float("float", 4, 13, np.float32)
     float64: ClassVar[DataType] = _float("double", 8, 14, np.float64)
 
@@ -79,7 +85,7 @@ class dtypes:  # noqa: N801 - public name fixed by the API
 
     @staticmethod
     def is_float(dt: DataType) -> bool:
-        return dt in (dtypes.float16, dtypes.float32, dtypes.float64)
+        return dt in (dtypes.float16, dtypes.bfloat16, dtypes.float32, dtypes.float64)
 
     @staticmethod
     def fields() -> dict[str, DataType]:
@@ -207,7 +213,7 @@ class dtypes:  # noqa: N801 - public name fixed by the API
 
 
 _ALL_ATTRS = ("bool_", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
-              "float16", "float32", "float64")
+              "float16", "bfloat16", "float32", "float64")
 _ATTR_OF = {getattr(dtypes, a).name: a for a in _ALL_ATTRS}
 _NP_OF = {getattr(dtypes, a).name: ("bool" if a == "bool_" else a) for a in _ALL_ATTRS}
 _BY_NP_NAME = {np_name: _ATTR_OF[name] for name, np_name in _NP_OF.items()}
@@ -218,12 +224,13 @@ _EDGES: dict[str, tuple[str, ...]] = {
     "int8": ("int16",),
     "int16": ("int32",),
     "int32": ("int64",),
-    "int64": ("float16",),
+    "int64": ("float16", "bfloat16"),
     "uint8": ("int16", "uint16"),
     "uint16": ("int32", "uint32"),
     "uint32": ("int64", "uint64"),
-    "uint64": ("float16",),
+    "uint64": ("float16", "bfloat16"),
     "float16": ("float32",),
+    "bfloat16": ("float32",),
     "float32": ("float64",),
     "float64": (),
 }
@@ -254,6 +261,15 @@ def _from_str(s: str) -> DataType:
         return dtypes.from_np(np.dtype(key))
     except (TypeError, DTypeError):
         raise DTypeError(f"unknown dtype {s!r}", site=user_site()) from None
+
+
+def is_float_np(np_dt: Any) -> bool:
+    """Whether a numpy dtype is a float: kind "f", or ml_dtypes' bfloat16 (kind "V")."""
+    dt = np.dtype(np_dt)
+    return dt.kind == "f" or dt == _BF16_NP
+
+
+_BF16_NP = np.dtype(ml_dtypes.bfloat16)
 
 
 def _is_bool_expr(val: Any) -> bool:

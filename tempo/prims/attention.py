@@ -156,8 +156,10 @@ def np_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, m: Any, scale: flo
 
 
 def _np_attention(op: ops.AttentionOp, be: Any) -> Kernel:
+    from tempo.runtime.backends.numpy import in_float32
+
     scale, causal = op.scale, op.causal
-    return lambda q, k, v, m=None: np_attention(q, k, v, m, scale, causal)
+    return in_float32(lambda q, k, v, m=None: np_attention(q, k, v, m, scale, causal))
 
 
 # ---------------------------------------------------------------- batching, cost

@@ -180,15 +180,16 @@ def _jax_conv(op: ops.ConvOp, be: Any) -> Kernel:
 def _np_matmul(op: ops.MatMulOp, be: Any) -> Kernel:
     import numpy as np
 
-    from tempo.runtime.backends.numpy import ufunc
+    from tempo.runtime.backends.numpy import in_float32, ufunc
 
-    return ufunc(np.matmul)
+    return in_float32(ufunc(np.matmul))  # bfloat16: numpy's matmul would return float32
 
 
 def _np_conv(op: ops.ConvOp, be: Any) -> Kernel:
+    from tempo.runtime.backends.numpy import in_float32
     from tempo.runtime.backends.numpy_conv import conv_kernel
 
-    return conv_kernel(op)
+    return in_float32(conv_kernel(op))
 
 
 # ---------------------------------------------------------------- registration

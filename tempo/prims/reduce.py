@@ -27,7 +27,9 @@ if TYPE_CHECKING:
     from tempo.runtime.kernel_registry import Kernel
 
 _I64 = np.dtype(np.int64)
-ACC = {np.dtype(np.float16): np.dtype(np.float32)}  # accumulate half in float, like torch
+# accumulate half and bfloat16 in float, like torch (numpy/jax kernels; torch does it itself)
+ACC = {np.dtype(np.float16): np.dtype(np.float32),
+       dtypes.to_np(dtypes.bfloat16): np.dtype(np.float32)}
 
 
 # ---------------------------------------------------------------- gradients

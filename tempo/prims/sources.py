@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+import ml_dtypes
 import numpy as np
 
 from tempo.api.autodiff.grad_rules import NOT_DIFFERENTIABLE
@@ -161,7 +162,11 @@ def _np_rand(op: ops.RandOp, be: Any) -> Kernel:
     resolve = dynamic_shape(op.shape)  # symbolic dims arrive as trailing args, like fill
     if dt in (np.float32, np.float64):
         return lambda *sym: rng.random(resolve(*sym), dtype=dt)
-    return lambda *sym: rng.random(resolve(*sym), dtype=np.float32).astype(dt)
+    # float16/bfloat16 (numpy draws neither): a float32 draw rounded to the nearest would
+    # give 1.0 for draws in [1 - epsneg/2, 1) (one in 512 in bfloat16): keep it below 1
+    below_one = np.asarray(1.0 - float(ml_dtypes.finfo(dt).epsneg), dtype=dt)
+    return lambda *sym: np.minimum(rng.random(resolve(*sym), dtype=np.float32).astype(dt),
+                                   below_one)
 
 
 def _np_eval_symbol(op: ops.EvalSymbolOp, be: Any) -> Kernel:

@@ -24,6 +24,7 @@ import numpy as np
 from tempo.api.autodiff.grad_rules import NOT_DIFFERENTIABLE
 from tempo.compiler.op_rules import NO_BATCHING, Cost, traffic
 from tempo.core import naming, ops
+from tempo.core.dtype import is_float_np
 from tempo.core.errors import ShapeError
 from tempo.core.ops_region import RegionOp
 from tempo.prims.define import primitive
@@ -108,7 +109,7 @@ def _neutral(xp: Any, dt: Any) -> Any:
     dt = np.dtype(dt)
     if dt == np.bool_:
         return False
-    return -np.inf if dt.kind == "f" else np.iinfo(dt).min
+    return -np.inf if is_float_np(dt) else np.iinfo(dt).min
 
 
 def _masked_step(xp: Any, op: ops.TiledReduceOp, body: Kernel) -> tuple[Kernel, Kernel]:
@@ -140,7 +141,7 @@ def _masked_step(xp: Any, op: ops.TiledReduceOp, body: Kernel) -> tuple[Kernel, 
         if op.kind == "sum":
             return acc + bv, None
         take = bv > acc
-        if np.dtype(bv.dtype).kind == "f":
+        if is_float_np(bv.dtype):
             take = take | (xp.isnan(bv) & ~xp.isnan(acc))
         return xp.where(take, bv, acc), xp.where(take, bi, idx)
 

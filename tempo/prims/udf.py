@@ -37,12 +37,15 @@ def sink_kernel(op: ops.SinkUDFOp, be: Any) -> Kernel:
 def _torch_udf(op: ops.UDFSourceOp | ops.MapUDFOp, be: Any) -> Kernel:
     import torch
 
+    from tempo.runtime.host_arrays import BF16, host_to_torch
+
     dt, dev, fn = be.dtype(op.dtype), be.device, op.fn
 
     def source(*args: Any) -> torch.Tensor:
         r = fn(*args)
         held = _held(r)  # (before as_tensor, whose tensor references a numpy r)
-        out = torch.as_tensor(r, device=dev).to(dt)
+        bf16 = isinstance(r, np.ndarray) and r.dtype == BF16  # torch.as_tensor has no bf16
+        out = (host_to_torch(r, dev) if bf16 else torch.as_tensor(r, device=dev)).to(dt)
         return out.clone() if held and out.data_ptr() == _data_ptr(r) else out
 
     return source

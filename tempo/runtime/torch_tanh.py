@@ -110,14 +110,18 @@ def tanh_in_place(z: Any) -> Any:
 def tanh_of_doubled() -> Kernel:
     """`z2 -> tanh(z2 / 2)` as `2*sigmoid(z2) - 1`, z2 a fresh tensor it may overwrite (the
     tail of the sigmoid form and of its linear fold, `region_folds.linear_tanh_kernel`):
-    the sigmoid in place, then one call for 2s - 1."""
+    the sigmoid in place, then one call for 2s - 1. In float16/bfloat16 the form cancels
+    near 0 (sigmoid's result rounds to half an ulp of 0.5: tanh(x) off by up to 2^-9 in
+    bfloat16, all of a small value), so those take torch.tanh of z2 / 2 (exact halving)."""
     import torch
 
     add = torch.add
-    minus_one = {dt: torch.tensor(-1.0, dtype=dt)
-                 for dt in (torch.float16, torch.bfloat16, torch.float32, torch.float64)}
+    minus_one = {dt: torch.tensor(-1.0, dtype=dt) for dt in (torch.float32, torch.float64)}
+    half_types = (torch.float16, torch.bfloat16)
 
     def finish(z2: Any) -> Any:
+        if z2.dtype in half_types:
+            return z2.mul_(0.5).tanh_()
         z2.sigmoid_()
         return add(minus_one[z2.dtype], z2, alpha=2.0)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 
+import ml_dtypes
 import numpy as np
 import pytest
 import torch
@@ -18,12 +19,13 @@ ALL = list(D.fields().values())
 # The lattice of API §5, written out independently of the implementation.
 EDGES = {
     "bool_": ["int8", "uint8"], "int8": ["int16"], "int16": ["int32"], "int32": ["int64"],
-    "int64": ["float16"], "uint8": ["int16", "uint16"], "uint16": ["int32", "uint32"],
-    "uint32": ["int64", "uint64"], "uint64": ["float16"], "float16": ["float32"],
+    "int64": ["float16", "bfloat16"], "uint8": ["int16", "uint16"],
+    "uint16": ["int32", "uint32"], "uint32": ["int64", "uint64"],
+    "uint64": ["float16", "bfloat16"], "float16": ["float32"], "bfloat16": ["float32"],
     "float32": ["float64"], "float64": [],
 }
 PRIO = {"bool_": 0, "int8": 1, "uint8": 2, "int16": 3, "uint16": 4, "int32": 5, "uint32": 6,
-        "int64": 7, "uint64": 8, "float16": 11, "float32": 13, "float64": 14}
+        "int64": 7, "uint64": 8, "float16": 11, "bfloat16": 12, "float32": 13, "float64": 14}
 
 
 def _up(a: str) -> set[str]:
@@ -42,7 +44,7 @@ def test_members_bytes_priorities_names() -> None:
     for attr, prio in PRIO.items():
         dt = getattr(D, attr)
         assert dt.priority == prio
-        assert dt.repr_bytes == np.dtype("bool" if attr == "bool_" else attr).itemsize
+        assert dt.repr_bytes == D.to_np(dt).itemsize
     assert (str(D.int8), str(D.int64), str(D.float32), str(D.float64)) == (
         "char", "long", "float", "double")
     assert D.float32.eps == float(np.finfo(np.float32).eps)
@@ -156,7 +158,7 @@ def test_default_float_is_mutable() -> None:
 def test_classification() -> None:
     ints = {"int8", "int16", "int32", "int64"}
     uints = {"uint8", "uint16", "uint32", "uint64"}
-    floats = {"float16", "float32", "float64"}
+    floats = {"float16", "bfloat16", "float32", "float64"}
     for attr, dt in D.fields().items():
         assert D.is_signed_int(dt) == (attr in ints)
         assert D.is_unsigned_int(dt) == (attr in uints)
@@ -189,5 +191,57 @@ def test_min_max() -> None:
 
 
 def test_datatype_hashable_and_distinct() -> None:
-    assert len({*ALL}) == 12
+    assert len({*ALL}) == 13
     assert isinstance(D.int8, DataType)
+
+
+# ---------------------------------------------------------------- bfloat16
+def test_bfloat16_member() -> None:
+    """`dtypes.bfloat16` (API §6.5's Llama dtype) was missing: AttributeError. Its constants
+    are bfloat16's (8 mantissa bits, float32's exponent), not float16's."""
+    bf = D.bfloat16
+    assert (bf.name, bf.repr_bytes, bf.priority, repr(bf)) == ("bfloat16", 2, 12,
+                                                               "dtypes.bfloat16")
+    assert bf.eps == 2.0**-7 == float(ml_dtypes.finfo(ml_dtypes.bfloat16).eps)
+    assert bf.minimum == 2.0**-126 == float(np.finfo(np.float32).tiny)
+    assert D.is_float(bf) and not D.is_integer(bf) and D.least_upper_float(bf) == bf
+    assert D.to_np(bf) == np.dtype(ml_dtypes.bfloat16)
+    assert D.min(bf) == -np.inf and D.max(bf) == np.inf
+
+
+def test_bfloat16_from_every_spelling() -> None:
+    jnp = pytest.importorskip("jax.numpy")
+    for x in ("bfloat16", "torch.bfloat16", "jnp.bfloat16", torch.bfloat16, jnp.bfloat16,
+              ml_dtypes.bfloat16, np.dtype(ml_dtypes.bfloat16), D.bfloat16):
+        assert D.from_(x) == D.bfloat16, x
+    assert D.implied(torch.zeros(2, dtype=torch.bfloat16)) == D.bfloat16
+    assert D.implied(jnp.zeros(2, dtype=jnp.bfloat16)) == D.bfloat16
+    assert D.implied(np.zeros(2, dtype=ml_dtypes.bfloat16)) == D.bfloat16
+    assert D.implied(ml_dtypes.bfloat16(1.5)) == D.bfloat16
+    assert D.from_np(D.to_np(D.bfloat16)) == D.bfloat16
+
+
+def test_bfloat16_as_default_float() -> None:
+    old = D.default_float
+    try:
+        D.default_float = D.bfloat16
+        assert D.from_(None) == D.bfloat16
+        assert D.least_upper_float(D.int32) == D.bfloat16
+    finally:
+        D.default_float = old
+
+
+@pytest.mark.parametrize("other", list(PRIO))
+def test_bfloat16_promotion_equals_jax(other: str) -> None:
+    """Every pair with bfloat16 joins as jax.numpy.promote_types (x64) joins it: float16 and
+    bfloat16 are siblings under float32, ints and bools become bfloat16."""
+    jax = pytest.importorskip("jax")
+    old = jax.config.jax_enable_x64
+    jax.config.update("jax_enable_x64", True)
+    try:
+        ref = jax.numpy.promote_types(jax.numpy.bfloat16, "bool" if other == "bool_" else other)
+    finally:
+        jax.config.update("jax_enable_x64", old)
+    ours = D.upcast(D.bfloat16, getattr(D, other))
+    assert ours == D.from_np(np.dtype(ref)), (other, ours, ref)
+    assert D.upcast(getattr(D, other), D.bfloat16) == ours

@@ -6,6 +6,7 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+import ml_dtypes
 import numpy as np
 
 from tempo.api.distributions.distribution import Distribution, rt, sampling_domain
@@ -30,7 +31,7 @@ class Categorical(Distribution):
             # as torch's probs_to_logits: log of the probs clamped to [eps, 1 - eps], so a
             # zero-probability class has a finite log-prob (-15.9 in float32), not -inf
             # (which would turn `log_prob * 0-advantage` into NaN)
-            eps = float(np.finfo(dtypes.to_np(self.probs.dtype)).eps)
+            eps = float(ml_dtypes.finfo(dtypes.to_np(self.probs.dtype)).eps)  # (+ bfloat16)
             self.logits = self.probs.clip(eps, 1.0 - eps).ln()
         else:
             lg = rt().lift(logits)
@@ -70,7 +71,7 @@ class Categorical(Distribution):
         return logits.gather(-1, k.unsqueeze(-1)).squeeze(-1)
 
     def entropy(self) -> RecurrentTensor:
-        low = float(np.finfo(dtypes.to_np(self.logits.dtype)).min)  # as torch: 0·log 0 = 0
+        low = float(ml_dtypes.finfo(dtypes.to_np(self.logits.dtype)).min)  # torch: 0·log 0 = 0
         return -(self.probs * self.logits.maximum(low)).sum(-1)
 
     @property

@@ -24,6 +24,7 @@ from tempo.api.llm.models.llama import Llama, stop_condition
 from tempo.core import index_expr as ie
 from tempo.core.dtype import DataTypeLike, dtypes
 from tempo.core.errors import TempoError, UnsupportedError, user_site
+from tempo.runtime.host_arrays import to_host
 
 
 class Generation:
@@ -150,7 +151,7 @@ class Generation:
 
 
 def _np(x: Any) -> np.ndarray:
-    return x.detach().cpu().numpy() if hasattr(x, "detach") else np.asarray(x)
+    return to_host(x)
 
 
 def encode_prompts(tokenizer: Any, prompts: Sequence[str], bos: bool = True) -> np.ndarray:

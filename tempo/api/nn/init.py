@@ -7,8 +7,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Protocol
 
-import numpy as np
-
 from tempo.api.ops.init import (
     glorot_uniform,
     kaiming_normal,
@@ -21,6 +19,7 @@ from tempo.api.ops.random import normal, uniform
 from tempo.core.domain import DomainLike
 from tempo.core.dtype import DataTypeLike
 from tempo.core.shape import Shape, ShapeLike
+from tempo.runtime.host_arrays import to_host
 
 if TYPE_CHECKING:
     from tempo.api.recurrent_tensor import RecurrentTensor
@@ -69,7 +68,7 @@ def zeros(
 
 def const_init(value: Any) -> InitFn:
     """An InitFn returning a fixed array (e.g. weights copied from a torch module)."""
-    arr = value.detach().cpu().numpy() if hasattr(value, "detach") else np.asarray(value)
+    arr = to_host(value)
 
     def fn(
         *, shape: ShapeLike, dtype: DataTypeLike = None, domain: DomainLike = None

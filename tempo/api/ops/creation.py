@@ -79,6 +79,10 @@ def const(val: Any, shape: ShapeLike | None = None, dtype: DataTypeLike | None =
     if isinstance(val, np.ndarray) and shape is not None:
         raise ShapeError("const() takes no shape with an ndarray value", site=user_site())
     dt = dtypes.implied(val) if dtype is None else dtypes.from_(dtype)
+    if hasattr(val, "detach"):  # torch (its bfloat16 has no numpy conversion of its own)
+        from tempo.runtime.host_arrays import torch_to_host
+
+        val = torch_to_host(val)
     arr = np.asarray(val, dtype=dtypes.to_np(dt))
     if shape is not None:
         shp = Shape.from_(shape)

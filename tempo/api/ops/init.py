@@ -20,6 +20,7 @@ from tempo.core.domain import DomainLike
 from tempo.core.dtype import DataTypeLike, dtypes
 from tempo.core.errors import DTypeError, ShapeError, TempoError, user_site
 from tempo.core.shape import Shape, ShapeLike
+from tempo.runtime.host_arrays import to_host
 
 if TYPE_CHECKING:
     from tempo.api.recurrent_tensor import RecurrentTensor
@@ -127,7 +128,7 @@ def init_from_statedict(flat_state_dict: Mapping[str, Any],
         if not hasattr(v, "detach"):
             return np.asarray(v)
         v = v.detach()
-        if want is not None:  # e.g. a bfloat16 checkpoint (no Tempo dtype) read as float32
+        if want is not None:  # e.g. a bfloat16 checkpoint read as float32
             import torch
 
             tdt = getattr(torch, dtypes.to_np(want).name)
@@ -148,7 +149,7 @@ def init_from_statedict(flat_state_dict: Mapping[str, Any],
                              "to cast it when loaded", site=site) from None
     dt = _dt(want)
     if not dom.variables and not callable(key):
-        arr = sample.cpu().numpy() if hasattr(sample, "detach") else np.asarray(sample)
+        arr = to_host(sample)
         return _with_grad(const(arr.astype(dtypes.to_np(dt)), dtype=dt), requires_grad)
     return _with_grad(source_with_ts_udf(fetch, have, dt, dom), requires_grad)
 
@@ -179,7 +180,7 @@ def external_init(fn: Callable[..., Any], shape: ShapeLike, dtype: DataTypeLike 
     dom = _domain(domain)
     if not dom.variables:
         v = call({})
-        arr = v.detach().cpu().numpy() if hasattr(v, "detach") else np.asarray(v)
+        arr = to_host(v)
         return const(arr.astype(dtypes.to_np(dt)), dtype=dt)
     return source_with_ts_udf(call, dims, dt, dom)
 

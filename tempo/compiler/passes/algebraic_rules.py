@@ -32,7 +32,7 @@ from tempo.compiler.passes.constant_folding import read_value
 from tempo.compiler.passes.recurrence_lifting import lift_cumsum
 from tempo.compiler.passes.sum_of_cat import sum_of_cat
 from tempo.core import ops
-from tempo.core.dtype import DataType, dtypes
+from tempo.core.dtype import DataType, dtypes, is_float_np
 from tempo.core.index_expr import ConstBool, IndexSequence
 from tempo.core.sdg import SDG, Edge, RewriteError, TensorId
 from tempo.core.sdg_compose import compose
@@ -328,7 +328,7 @@ def _all(v: np.ndarray, pred: Callable[[np.ndarray], np.ndarray]) -> bool:
 
 def _neutral(fn: str, k: int, v: np.ndarray) -> bool:
     """Whether the constant `v` as operand `k` of `fn` gives back the other operand."""
-    is_float = v.dtype.kind == "f"
+    is_float = is_float_np(v.dtype)
     zero = _all(v, lambda a: a == 0)
     if fn == "add":  # x + (+0.0) is +0.0 for x = -0.0: only -0.0 is neutral for floats
         return zero and (not is_float or _all(v, np.signbit))

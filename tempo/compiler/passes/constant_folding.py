@@ -17,7 +17,7 @@ import numpy as np
 from tempo.compiler.passes.symbol_ranges import decided, value_interval
 from tempo.core import ops
 from tempo.core.configs import TUNING, ExecutionConfig
-from tempo.core.dtype import DataType, dtypes
+from tempo.core.dtype import DataType, dtypes, is_float_np
 from tempo.core.sdg import SDG, Edge, TensorId
 from tempo.core.shape import Shape
 
@@ -181,7 +181,7 @@ def _binary(op: ops.BinaryOp, a: list[np.ndarray], dt: DataType) -> np.ndarray |
 
 def _cast(op: ops.CastOp, a: list[np.ndarray], dt: DataType) -> np.ndarray | None:
     x = a[0]
-    if x.dtype.kind == "f" and not dtypes.is_float(dt) and not dtypes.is_bool(dt):
+    if is_float_np(x.dtype) and not dtypes.is_float(dt) and not dtypes.is_bool(dt):
         info = np.iinfo(dtypes.to_np(dt))
         if not np.isfinite(x).all() or (x < info.min).any() or (x >= float(info.max) + 1).any():
             return None  # out of range: each library does its own thing

@@ -29,6 +29,7 @@ from tempo.runtime.backend_registry import DLBackend
 from tempo.runtime.backends import common as c
 from tempo.runtime.backends.devices import place
 from tempo.runtime.backends.protocol import Kernel
+from tempo.runtime.host_arrays import torch_to_host
 from tempo.runtime.kernel_registry import make_kernel
 
 
@@ -89,7 +90,7 @@ class JaxBackend:
     @staticmethod
     def to_numpy(x: Any) -> np.ndarray:
         if hasattr(x, "detach"):  # torch
-            return np.asarray(x.detach().cpu())
+            return torch_to_host(x)
         return np.asarray(x)
 
     @staticmethod

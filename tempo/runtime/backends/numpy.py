@@ -7,6 +7,12 @@ records the op, `Op.input_dtypes`), so no kernel promotes: numpy's own promotion
 float32 is float64) never applies. Kernels always return arrays, never numpy scalars
 (scalars do not export DLPack), and never negative-stride views (torch.from_dlpack aborts
 on those).
+
+bfloat16 is ml_dtypes' numpy dtype: its elementwise ufuncs compute in float32 and round
+once, as torch's CPU kernels do, and sums accumulate in float32 (`prims.reduce.ACC`). The
+products (matmul, conv, attention) take `in_float32`: numpy's bfloat16 matmul returns
+float32 and its einsum refuses bfloat16, so they compute in float32 and round back once —
+what torch does on the CPU (bfloat16 products accumulate in float32).
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from tempo.runtime.backend_registry import DLBackend
 from tempo.runtime.backends import common as c
 from tempo.runtime.backends.devices import place
 from tempo.runtime.backends.protocol import Kernel
+from tempo.runtime.host_arrays import BF16, host_to_torch, torch_to_host
 from tempo.runtime.kernel_registry import make_kernel
 
 
@@ -33,6 +40,20 @@ def _out_ellipsis_supported() -> bool:
 
 
 _HAS_OUT_ELLIPSIS = _out_ellipsis_supported()
+_BF16, _F32 = BF16, np.dtype(np.float32)
+
+
+def in_float32(f: Kernel) -> Kernel:
+    """`f`, computed in float32 and rounded back once when its first input is bfloat16
+    (every input then is: `Op.input_dtypes`); other dtypes call `f` as is."""
+
+    def run(*xs: Any) -> Any:
+        if getattr(xs[0], "dtype", None) != _BF16:
+            return f(*xs)
+        up = [x.astype(_F32) if getattr(x, "dtype", None) == _BF16 else x for x in xs]
+        return np.asarray(f(*up)).astype(_BF16)
+
+    return run
 
 
 def ufunc(f: Any) -> Kernel:
@@ -86,23 +107,21 @@ class NumpyBackend:
 
     @staticmethod
     def to_torch(x: Any) -> Any:
-        import torch
-
         x = np.asarray(x)
         if not x.flags.writeable or any(s < 0 for s in x.strides):
             x = np.array(x)  # torch cannot take negative strides; warns on read-only
-        return torch.from_dlpack(x)
+        return host_to_torch(x)  # DLPack, or the bits of a bfloat16 (DLPack has none)
 
     @staticmethod
     def to_numpy(x: Any) -> np.ndarray:
         if hasattr(x, "detach"):  # torch: drop autograd, move to host first
-            return np.asarray(x.detach().cpu())
+            return torch_to_host(x)
         return np.asarray(x)
 
     @staticmethod
     def from_dlpack(x: Any) -> np.ndarray:
         if hasattr(x, "detach"):  # torch: drop autograd, move to host first
-            x = x.detach().cpu()
+            return torch_to_host(x)
         return np.from_dlpack(x)
 
     @staticmethod
@@ -126,7 +145,7 @@ def user_array(r: Any, dt: np.dtype | None = None) -> np.ndarray:
     """A UDF result as an array we can store: torch tensors via DLPack, and no negative
     strides (a user's `x[::-1]` would make torch.from_dlpack abort the process)."""
     if hasattr(r, "detach"):
-        r = np.from_dlpack(r.detach().cpu())
+        r = torch_to_host(r)
     r = np.asarray(r, dtype=dt)
     return np.array(r) if any(s < 0 for s in r.strides) else r
 

@@ -15,12 +15,14 @@ from tempo.runtime.backend_registry import DLBackend
 from tempo.runtime.backends.devices import place
 from tempo.runtime.backends.host_memory import keep_freed_host_memory
 from tempo.runtime.backends.protocol import Kernel
+from tempo.runtime.host_arrays import BF16, host_to_torch, torch_to_host
 from tempo.runtime.kernel_registry import make_kernel
 
 _DTYPES: dict[str, torch.dtype] = {
     "bool": torch.bool, "char": torch.int8, "unsigned char": torch.uint8, "short": torch.int16,
     "unsigned short": torch.uint16, "int": torch.int32, "unsigned int": torch.uint32,
     "long": torch.int64, "unsigned long": torch.uint64, "half": torch.float16,
+    "bfloat16": torch.bfloat16,
     "float": torch.float32,
     "double": torch.float64,
 }
@@ -53,12 +55,12 @@ class TorchBackend:
         return _DTYPES[dt.name]
 
     def from_numpy(self, a: Any, dt: DataType) -> torch.Tensor:
-        return torch.as_tensor(np.array(a), device=self.device).to(self.dtype(dt))
+        return host_to_torch(np.array(a), self.device).to(self.dtype(dt))
 
     def to_device(self, x: Any) -> torch.Tensor:
         if not isinstance(x, torch.Tensor):
             if _is_host(x):  # one copy, straight to the device
-                return torch.as_tensor(np.asarray(x), device=self.device)
+                return host_to_torch(x, self.device)
             x = torch.from_dlpack(x)
         return x.to(self.device)
 
@@ -100,12 +102,14 @@ class TorchBackend:
 
     @staticmethod
     def to_numpy(x: Any) -> np.ndarray:
-        return x.detach().cpu().numpy() if isinstance(x, torch.Tensor) else np.asarray(x)
+        return torch_to_host(x) if isinstance(x, torch.Tensor) else np.asarray(x)
 
     @staticmethod
     def from_dlpack(x: Any) -> torch.Tensor:
         if isinstance(x, np.ndarray) and (not x.flags.writeable or min(x.strides, default=0) < 0):
             x = np.array(x)  # torch cannot take negative strides; warns on read-only
+        if isinstance(x, np.ndarray) and x.dtype == BF16:
+            return host_to_torch(x)  # DLPack has no bfloat16 of numpy's
         return torch.from_dlpack(x)
 
     @staticmethod

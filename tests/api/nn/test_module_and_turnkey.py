@@ -126,10 +126,12 @@ def test_state_dict_loader(tmp_path: Any) -> None:
 
 
 def test_state_dict_loader_casts_a_bfloat16_checkpoint(tmp_path: Any) -> None:
-    """Released checkpoints are bfloat16, which has no Tempo dtype: with cast_to_dtype
-    (or init_from_statedict's dtype=) each tensor is cast when loaded, by a static key and
-    by a per-layer key (accept5b b07: the static key raised "unknown dtype
-    'torch.bfloat16'" while inferring the dtype before the cast)."""
+    """Released checkpoints are bfloat16: with cast_to_dtype (or init_from_statedict's
+    dtype=) each tensor is cast when loaded, by a static key and by a per-layer key
+    (accept5b b07: the static key raised "unknown dtype 'torch.bfloat16'" while inferring
+    the dtype before the cast). Without a dtype a bfloat16 tensor now loads as
+    `dtypes.bfloat16` (it raised "has no Tempo dtype: pass dtype=" before bfloat16 was
+    one); a dtype Tempo lacks (complex) still asks for dtype=."""
     g = torch.Generator().manual_seed(4)
     sd = {f"layers.{k}.w": torch.randn(2, 3, generator=g).to(torch.bfloat16) for k in range(3)}
     path = str(tmp_path / "ckpt_bf16.pt")
@@ -148,7 +150,20 @@ def test_state_dict_loader_casts_a_bfloat16_checkpoint(tmp_path: Any) -> None:
     for k in range(3):
         close(run.get(wd, k), sd[f"layers.{k}.w"].float(), tol=0.0)
     with pytest.raises(TempoError, match="pass dtype="):
-        RT.init_from_statedict(sd, "layers.0.w")
+        RT.init_from_statedict({"c": torch.zeros(2, dtype=torch.complex64)}, "c")
+
+    def as_is(d, _D):
+        from tempo.core.dtype import dtypes
+
+        static = RT.init_from_statedict(sd, "layers.0.w")
+        per_layer = RT.init_from_statedict(sd, lambda ts: f"layers.{ts[d]}.w", domain=(d,))
+        assert static.dtype == per_layer.dtype == dtypes.bfloat16
+        return static, per_layer
+
+    run, (w0, wd) = build_and_run(1, as_is, lambda d, D_: {D_: 3})
+    assert torch.equal(run.get(w0), sd["layers.0.w"])
+    for k in range(3):
+        assert torch.equal(run.get(wd, k), sd[f"layers.{k}.w"])
 
 
 @pytest.mark.parametrize("kind", ["gru", "lstm"])

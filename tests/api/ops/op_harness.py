@@ -17,6 +17,7 @@ from tempo.core.dtype import dtypes
 TORCH_TO_TEMPO = {
     torch.bool: dtypes.bool_, torch.int8: dtypes.int8, torch.int32: dtypes.int32,
     torch.int64: dtypes.int64, torch.float16: dtypes.float16, torch.float32: dtypes.float32,
+    torch.bfloat16: dtypes.bfloat16,
     torch.float64: dtypes.float64, torch.uint8: dtypes.uint8, torch.int16: dtypes.int16,
 }
 
@@ -24,7 +25,7 @@ TORCH_TO_TEMPO = {
 def to_rt(x: Any) -> Any:
     """torch tensors become consts of the same dtype; anything else is passed through."""
     if isinstance(x, torch.Tensor):
-        return RecurrentTensor.const(x.numpy(), dtype=TORCH_TO_TEMPO[x.dtype])
+        return RecurrentTensor.const(x, dtype=TORCH_TO_TEMPO[x.dtype])  # (bfloat16 too)
     if isinstance(x, list | tuple) and x and all(isinstance(v, torch.Tensor) for v in x):
         return type(x)(to_rt(v) for v in x)
     return x

@@ -26,15 +26,14 @@ import numpy as np
 from tempo.api.rl.env.seeding import point_seeds
 from tempo.core.errors import TempoError, UnsupportedError
 from tempo.core.index_expr import Symbol
+from tempo.runtime.host_arrays import to_host
 
 MAX_LIVE_SLOTS = 4096  # episodes alive at once; older slots are recycled beyond this
 
 
 def to_numpy(x: Any) -> np.ndarray:
-    """A backend tensor (torch, jax, numpy) as a host numpy array."""
-    if hasattr(x, "detach"):
-        return x.detach().cpu().numpy()
-    return np.asarray(x)
+    """A backend tensor (torch, jax, numpy) as a host numpy array (bfloat16 included)."""
+    return to_host(x)
 
 
 def point_seed(seed: int, key: tuple[int, ...]) -> int:
