@@ -17,6 +17,7 @@ from typing import Any
 import tempo.prims  # noqa: F401 - registers every primitive's batching, cost and kernels
 from tempo.api.compile_progress import CompileProgress
 from tempo.compiler.bounds import check_spatial_slices, resolve_bounds
+from tempo.compiler.index_range import check_index_ranges
 from tempo.compiler.pipeline import run_pipeline
 from tempo.core import naming
 from tempo.core.config_support import check_supported
@@ -89,6 +90,7 @@ def compile_sdg(
         ints, endings = split_endings(sdg, bounds, site, cfg.default_dim_upper_bound_size)
         resolved = resolve_bounds(sdg, ints, site)
         check_spatial_slices(sdg, resolved)
+        check_index_ranges(sdg, resolved)
         progress.start("passes")
         if endings:  # the stop tensors are outputs: nothing may optimise them away
             sdg = sdg.copy()

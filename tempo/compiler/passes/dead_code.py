@@ -8,6 +8,15 @@ from tempo.core.sdg import SDG
 
 
 def run(sdg: SDG, cfg: ExecutionConfig) -> SDG:
+    live = live_ops(sdg)
+    dead = [i for i in sdg.ops if i not in live]
+    if dead:
+        sdg.remove_ops(dead)
+    return sdg
+
+
+def live_ops(sdg: SDG) -> set[int]:
+    """The ops whose values reach a sink, a barrier or a kept tensor."""
     live: set[int] = {tid.op_id for tid in sdg.keep}
     live |= {op.op_id for op in sdg.ops.values() if isinstance(op, ops.SinkUDFOp | ops.BarrierOp)}
     work = list(live)
@@ -17,7 +26,4 @@ def run(sdg: SDG, cfg: ExecutionConfig) -> SDG:
             if e.src.op_id not in live:
                 live.add(e.src.op_id)
                 work.append(e.src.op_id)
-    dead = [i for i in sdg.ops if i not in live]
-    if dead:
-        sdg.remove_ops(dead)
-    return sdg
+    return live
