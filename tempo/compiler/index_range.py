@@ -101,7 +101,9 @@ def _out_of_range(sdg: SDG, op: ops.IndexSelectOp,
         v = _read(sdg, idx[0], values, memo)
         if v is None:
             return {}
-        if not -n <= int(v) < n:  # a negative index counts from the end, as in numpy
+        # No wrapping from the end: torch's index_select (a vectorised index, any index on
+        # a GPU) refuses negatives, so `index(0, t - 1)` at t = 0 worked only on some paths
+        if not 0 <= int(v) < n:
             out[tuple(p)] = (int(v), n, desc)
     return out
 
@@ -193,7 +195,7 @@ def _raise(sdg: SDG, op: ops.IndexSelectOp, bad: tuple[int, int, str], p: Point,
     raise ShapeError(
         f"{naming.op_label(op, sdg.names)} indexes dim {op.dim} of size {n} with {desc}, "
         f"which reaches {v}" + (f" at {at}" if at else "") + (f" (with {used})" if used else "")
-        + f": the index must lie in 0..{n - 1} (or -{n}..-1 from the end) wherever the op "
+        + f": the index must lie in 0..{n - 1} wherever the op "
         f"runs (guard it with a branch, e.g. `y[t < {n}] = ...`, or shrink the bound)",
         site=op.site)
 

@@ -102,9 +102,31 @@ def test_unused_index_not_refused(backend: str) -> None:
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_negative_index_past_start_raises(backend: str) -> None:
-    """-n..-1 count from the end (numpy's rule); `t - 4` over 3 rows reaches -4 at t = 0."""
+    """`t - 4` over 3 rows reaches -4 at t = 0."""
     def build(t: Any, T: Any) -> RT:
         return RT.const(ROWS).index(0, t - 4)
 
     with pytest.raises(ShapeError, match=r"with t - 4, which reaches -4 at t = 0"):
         _run(backend, False, build)
+
+
+@pytest.mark.parametrize("vec", [False, True])
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_negative_index_does_not_wrap(backend: str, vec: bool) -> None:
+    """`index(0, t - 1)` at t = 0 is -1: numpy, jax and a looped torch read the last row,
+    a vectorised torch (and any torch index on a GPU) raised at run time. One rule on every
+    path: a ShapeError at compile; clamped (`ie.max(t - 1, 0)`) it runs."""
+    import tempo.core.index_expr as ie
+
+    rows = np.arange(5, dtype=np.float32) + 1
+
+    def build(t: Any, T: Any) -> RT:
+        return RT.const(rows).index(0, t - 1) * 2.0
+
+    with pytest.raises(ShapeError, match=r"with t - 1, which reaches -1 at t = 0"):
+        _run(backend, vec, build)
+
+    def clamped(t: Any, T: Any) -> RT:
+        return RT.const(rows).index(0, ie.max(t - 1, 0)) * 2.0
+
+    np.testing.assert_allclose(_run(backend, vec, clamped), [2.0, 2.0, 4.0, 6.0, 8.0])
