@@ -1,27 +1,10 @@
-import json, collections
-rows = {}
-for line in open("/tmp/accept5b/results.jsonl"):
-    try:
-        r = json.loads(line)
-    except Exception:
-        continue
-    rows[(r["prog"], r["cfg"])] = r
-CF = ["torch:default", "torch:vec_off", "torch:fuse_off", "torch:both_off", "jax:default", "jax:vec_off", "numpy:default", "numpy:both_off"]
-progs = sorted({p for p, _ in rows})
-print("| program | " + " | ".join(CF) + " |")
-print("|---|" + "---|" * len(CF))
-tot = collections.Counter(); bad = []
-for p in progs:
-    cells = []
-    for c in CF:
-        r = rows.get((p, c))
-        cells.append(r["status"] if r else "")
-        if r:
-            tot[r["status"]] += 1
-            if r["status"] != "ok":
-                bad.append(f"- {p} {c}: {r['status']} {r['detail'][:300]}")
-    print(f"| {p} | " + " | ".join(cells) + " |")
-print()
-print("totals: " + ", ".join(f"{k} {v}" for k, v in tot.items()))
-print()
-print("\n".join(bad))
+"""accept5b's table: python results/acceptance/accept5b/grid.py [extra configs...]."""
+import os, sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from harness import grid  # noqa: E402
+
+CONFIGS = ["torch:default", "torch:vec_off", "torch:fuse_off", "torch:both_off", "jax:default", "jax:vec_off", "numpy:default", "numpy:both_off"]
+
+if __name__ == "__main__":
+    grid("/tmp/accept5b/results.jsonl", CONFIGS + sys.argv[1:])

@@ -1,4 +1,4 @@
-"""Shared helpers for accept4 programs (user-level only)."""
+"""Shared helpers for the acceptance programs (user-level only)."""
 import numpy as np
 
 def grab(store, key):
