@@ -15,10 +15,9 @@ from tempo.api.optim.optim import SGD, Adam
 
 BE = sys.argv[1] if len(sys.argv) > 1 else "torch"
 CFG = ExecutionConfig(dev="cpu", backend=BE)
-BAD = [r"\bT\d+\.\d+\b", r"#\d", r"\bisl\b", r"\bd0\b", r"\bD0\b", r"\bop_id\b"]
-CASES = []
-def case(f):
-    CASES.append(f); return f
+import os as _os
+sys.path.insert(0, _os.path.dirname(_os.path.dirname(_os.path.abspath(__file__))))
+from mistakes_run import case, run  # noqa: E402 (the shared runner, ../mistakes_run.py)
 
 def ctx1():
     c = TempoContext(CFG, dim_names=("i", "t"))
@@ -160,16 +159,4 @@ def n20_polyak_different_arch():
         b = ModelBuilder(domain=(i,)).with_ff_encoder((4,), 5).with_qfun_decoder(2).build()
         a.polyak_update(b, 0.1)                 # MISTAKE: different widths
 
-for f in CASES:
-    name = f.__name__
-    try:
-        f()
-        print(f"{name}: NO ERROR")
-    except TempoError as e:
-        msg = str(e)
-        site = "ok" if re.search(r"mistakes5b\.py:\d+", msg) else "MISSING"
-        bad = [p for p in BAD if re.search(p, msg)]
-        print(f"{name}: {type(e).__name__} site={site} bad={bad} | {msg[:300]!r}")
-    except Exception as e:  # noqa
-        tb = traceback.extract_tb(e.__traceback__)[-1]
-        print(f"{name}: NON-TEMPO {type(e).__name__}: {str(e)[:200]} @ {tb.filename}:{tb.lineno}")
+run("mistakes5b")
