@@ -17,6 +17,7 @@ from tempo.core.index_expr import Symbol
 from tempo.core.sdg import SDG, TensorId
 from tempo.schedule import isl_worker
 from tempo.schedule.ast_convert import ast_to_tree
+from tempo.schedule.barrier_order import add_barrier_order, has_barrier, ordered_by_barriers
 from tempo.schedule.cycles import definite_cycle, same_point_cycle
 from tempo.schedule.isl_program import IslProgram, analyse, build_program
 from tempo.schedule.loop_tree import LoopTreeBuilder, Unorderable
@@ -50,6 +51,7 @@ def compute_schedule(
     epilogue = [Free(tid, ()) for tid in stored if tid.op_id in in_prologue]
     stored = [tid for tid in stored if tid.op_id in rest.ops]
     an = analyse(rest, bounds)
+    add_barrier_order(rest, an)
     t1 = time.perf_counter()
     try:
         if FORCE_ISL:
@@ -121,11 +123,15 @@ def unused_placeholders(sdg: SDG) -> list[int]:
 
 
 def static_prologue(sdg: SDG) -> list[int]:
-    """Ops over the empty domain whose inputs are all such ops, in creation order."""
+    """Ops over the empty domain whose inputs are all such ops, in creation order. Sinks
+    and barriers stay out when the program has a barrier: it orders them."""
     chosen: list[int] = []
     seen: set[int] = set()
+    barriers = has_barrier(sdg)
     for op in sdg.topological():
         if len(op.domain) or isinstance(op, ops.MergeOp):
+            continue
+        if barriers and ordered_by_barriers(op):
             continue
         if all(e.src.op_id in seen for e in sdg.in_edges[op.op_id]):
             chosen.append(op.op_id)

@@ -6,7 +6,6 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from tempo.api.tensor_base import active_ctx, lift, record, record1
-from tempo.core import index_expr as ie
 from tempo.core import ops
 from tempo.core.dtype import DataTypeLike, dtypes
 from tempo.core.shape import Shape, ShapeLike
@@ -42,26 +41,14 @@ def map_udf(x: Any, fun: Callable[..., Any], shape: ShapeLike | None = None,
 
 
 def barrier(name: str | None = None) -> None:
-    """A named marker after every op recorded so far (API §3.6).
-
-    The marker reads, at the last point of their domains, the tensors every earlier sink
-    reads: without such an edge nothing orders it after them, and the schedule placed it
-    before the loops (`execute_until_barrier` then stopped before any sink had fired).
-    The last point of a loop nest is produced after all its other points, and reading one
-    point keeps no more than one point alive."""
-    from tempo.api.tensor_base import RTBase
-
-    ctx = active_ctx()
-    sdg = ctx.sdg
-    reads: dict[Any, Any] = {}
-    for op in list(sdg.ops.values()):
-        if not isinstance(op, ops.SinkUDFOp | ops.BarrierOp):
-            continue
-        for e in sdg.in_edges[op.op_id]:
-            src_dom = sdg.ops[e.src.op_id].domain
-            last = ie.IndexSequence(tuple(ie.lift_to_int_ie(b) - 1 for b in src_dom.ubounds))
-            reads.setdefault(e.src, RTBase._final_cls(e.src, last, False, ctx))
-    record(ops.BarrierOp, list(reads.values()), label=name or f"barrier{len(sdg.ops)}")
+    """A named marker between the sinks recorded before it and those recorded after it
+    (API §3.6): the scheduler runs every point of the ones before, then the barrier, then
+    the ones after (`tempo.schedule.barrier_order`), so `execute_until_barrier(name)`
+    stops with exactly the sinks before it fired. It reads nothing: the order is the
+    scheduler's, not a data dependence (reading the earlier sinks' inputs at their last
+    points, as it did, kept neither those sinks before it nor later ones after it)."""
+    sdg = active_ctx().sdg
+    record(ops.BarrierOp, [], label=name or f"barrier{len(sdg.ops)}")
 
 
 class UDFOps:

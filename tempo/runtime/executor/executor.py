@@ -84,6 +84,7 @@ class PythonExecutor(Executor):
 
     recorded: SDG | None = None  # the program as the user recorded it (names removed tensors)
     _executed = False
+    _at_barrier = False  # the current stepping run stopped at a barrier: execute() ends it
 
     def __init__(
         self,
@@ -300,8 +301,15 @@ class PythonExecutor(Executor):
 
     # ---------------------------------------------------------------- API
     def execute(self) -> None:
+        """Run the program to its end: the rest of a run `execute_until_barrier` stopped
+        (the sinks before the barrier fired there and do not fire again), else a whole run
+        (which supersedes a run `tick()` left part-way)."""
+        if self._steps is not None and self._at_barrier:
+            while self._next_marker()[0]:
+                pass
+            return
         self._executed = True
-        self._steps = None  # a whole run supersedes a stepping run left part-way
+        self._steps = None
         self.accountant.reset_run()
         self._wrapped(self.generated, self.generated.fn)
 
@@ -349,7 +357,7 @@ class PythonExecutor(Executor):
     def _step_gen(self) -> Iterator[str | None]:
         """The stepping generator of the current run (a fresh run after the last ended)."""
         if self._steps is None:
-            self._executed = True
+            self._executed, self._at_barrier = True, False
             self.accountant.reset_run()
             self._stepping = self._make_steps()
             steps = self._stepping.fn()
@@ -380,17 +388,25 @@ class PythonExecutor(Executor):
                 return more
 
     def execute_until_barrier(self, name: str) -> None:
-        """Run until the barrier op called `name` has executed (or to the end)."""
+        """Run until the barrier called `name` next executes: in the current run if it is
+        still ahead, else the current run ends and the next one stops there. Every call
+        returns just past the barrier, with the sinks recorded before it fired once."""
         labels = sorted({op.label for op in (self.recorded or self.sdg).ops.values()
                          if isinstance(op, BarrierOp)})
         if name not in labels:
             raise TempoError(f"execute_until_barrier({name!r}): the program has no barrier of "
                              f"that name (its barriers: {', '.join(map(repr, labels)) or 'none'}"
                              "; make one with RecurrentTensor.barrier(name))", site=user_site())
+        fresh = self._steps is None
         while True:
             more, marker = self._next_marker()
-            if not more or marker == name:
+            if marker == name:
+                self._at_barrier = True
                 return
+            if not more:
+                if fresh:  # a whole run passed without it (every run passes each barrier)
+                    return
+                fresh = True
 
     def get_spatial_tensor(self, tensor_id: TensorId, index: tuple = ()) -> Any:
         if tensor_id not in self.stores:
