@@ -68,6 +68,7 @@ class TempoContext:
         self._conditions: list[BooleanIndexValue] = []
         self._tags: list[str] = []
         self._domain_ctx: list[Domain] = []
+        self.last_barrier: int | None = None  # op id of the last RT.barrier recorded
         _stack().append(self)
         self._entered = 0
 

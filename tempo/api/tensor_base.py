@@ -13,6 +13,7 @@ from tempo.core import naming, ops
 from tempo.core.domain import Domain
 from tempo.core.dtype import DataType
 from tempo.core.errors import DTypeError, IndexExprError, ShapeError, TempoError, user_site
+from tempo.core.op_sources import AFTER_BARRIER
 from tempo.core.sdg import SDG, Edge, TensorId
 from tempo.core.shape import Shape
 
@@ -194,7 +195,10 @@ def record(
                 check_symbols(v, f"domain {naming.domain_word(domain)}")
     dom = union_domains([x.domain for x in xs] + ([domain] if domain is not None else []))
     site = user_site()
-    op = op_cls(op_id=sdg.new_id(), domain=dom, site=site, tags=ctx.current_tags, **params)
+    tags = ctx.current_tags
+    if ctx.last_barrier is not None and issubclass(op_cls, ops.UDFSourceOp | ops.MapUDFOp):
+        tags |= {f"{AFTER_BARRIER}{ctx.last_barrier}"}  # its side of the barrier
+    op = op_cls(op_id=sdg.new_id(), domain=dom, site=site, tags=tags, **params)
     try:
         shapes, dts = op.infer([x.shape for x in xs], [x.dtype for x in xs])
     except (ShapeError, DTypeError) as exc:

@@ -155,7 +155,8 @@ class MapUDFOp(Op):
 
 @dataclass(frozen=True, eq=False, kw_only=True, repr=False)
 class BarrierOp(Op):
-    """A named marker that depends on every op created before it."""
+    """A named marker between the user functions recorded before it and those recorded
+    after it (the scheduler orders them: `tempo.schedule.barrier_order`)."""
 
     label: str
     name: ClassVar[str] = "barrier"
@@ -167,3 +168,16 @@ class BarrierOp(Op):
 
     def infer(self, shapes: Shapes, dts: DTypes) -> tuple[Shapes, DTypes]:
         return [], []
+
+
+# A UDF source or map UDF recorded after a barrier carries the barrier's id in this tag:
+# passes rebuild such ops with new ids (vectorisation batches them), and tags go along.
+AFTER_BARRIER = "__after_barrier:"
+
+
+def barrier_before(op: Op) -> int | None:
+    """The id of the last barrier recorded before `op` (from its tag), None if none."""
+    for tag in op.tags:
+        if tag.startswith(AFTER_BARRIER):
+            return int(tag[len(AFTER_BARRIER):])
+    return None

@@ -249,3 +249,82 @@ def test_barrier_between_loops_over_a_dimension_a_boolean_bound_ends(backend: st
         assert sorted(got) == sorted(vals)
         for p, v in vals.items():
             np.testing.assert_allclose(got[p], v)
+
+
+def _udfs(backend: str, kind: str, log: Log) -> Any:
+    """A UDF source over (b, t) and its sink before the barrier; after it a second
+    source (with a vectorised form, which vectorisation takes in the default config: a
+    new op), a map UDF of the first source, a sink of both and a sink of a sum over b of
+    the second. Every call logs itself (a batched call each point it makes)."""
+    ctx = TempoContext(_cfg(backend, kind), dim_names=("b", "t"))
+    (b, B), (t, T) = ctx.variables_and_bounds
+
+    def point(name: str, scale: float) -> Any:
+        def fn(ts: dict) -> np.ndarray:
+            log.append((name, (int(ts[b]), int(ts[t])), np.float32(0)))
+            return np.float32(scale * (10 * ts[b] + ts[t]))
+        return fn
+
+    def batched(dim: Any, n: int) -> Any:  # all points along b, or along t, at once
+        def fn(ts: dict) -> np.ndarray:
+            pts = [(k, int(ts[t])) if dim.name == "b" else (int(ts[b]), k) for k in range(n)]
+            log.extend(("src2", p, np.float32(0)) for p in pts)
+            return np.array([2.0 * (10 * i + j) for i, j in pts], np.float32)
+        return fn
+
+    def mapped(v: Any, ts: dict) -> np.ndarray:
+        log.append(("map", (int(ts[b]), int(ts[t])), np.float32(0)))
+        return np.asarray(np.asarray(v).tolist(), np.float32) + 1.0
+
+    with ctx:
+        s1 = RT.source_with_ts_udf(point("src1", 1.0), (), dtypes.float32, domain=(b, t))
+        _sink(log, "s1", s1, b, t)
+        RT.barrier("mid")
+        s2 = RT.source_with_ts_udf(point("src2", 2.0), (), dtypes.float32, domain=(b, t),
+                                   lazy_vectorized_version=batched)
+        m = s1.map_with_ts_udf(mapped)
+        _sink(log, "s2", s2 + m, b, t)
+        _sink(log, "s3", ((s2 * 0.5 + 1.0) * s2 - 3.0)[0:B, t].sum(0), t)
+    return ctx.compile({B: B_, T: T_})
+
+
+@pytest.mark.parametrize("backend,kind", CONFIGS)
+def test_udf_sources_and_maps_stay_on_their_side_of_the_barrier(backend: str,
+                                                               kind: str) -> None:
+    """Before: the source and map recorded after the barrier could run before it (in the
+    loop of the first source); the sink before it could run after it."""
+    log: Log = []
+    exe = _udfs(backend, kind, log)
+    exe.execute_until_barrier("mid")
+    _in_groups(log, [["src1", "s1"]])
+    exe.execute()
+    _in_groups(log, [["src1", "s1"], ["src2", "map", "s2", "s3"]])
+    pts = sorted((b, t) for b in range(B_) for t in range(T_))
+    for name in ("src1", "s1", "src2", "map", "s2"):  # each point once
+        assert sorted(p for n, p, _ in log if n == name) == pts, name
+    got = {p: v for n, p, v in log if n == "s2"}
+    for b, t in pts:  # s2 = 2 (10 b + t) + (10 b + t) + 1
+        np.testing.assert_allclose(got[(b, t)], 3.0 * (10 * b + t) + 1.0)
+    x2 = 2.0 * (10.0 * np.arange(B_)[:, None] + np.arange(T_)[None, :])
+    s3 = ((x2 * 0.5 + 1.0) * x2 - 3.0).sum(0)
+    got = {p: v for n, p, v in log if n == "s3"}
+    assert sorted(got) == [(t,) for t in range(T_)]
+    for t in range(T_):
+        np.testing.assert_allclose(got[(t,)], s3[t], rtol=1e-5)
+
+
+def test_a_value_from_after_the_barrier_read_before_it_is_a_schedule_error() -> None:
+    """A sink before the barrier reading (through a placeholder defined later) a source
+    recorded after it cannot run on its side: a ScheduleError naming both lines."""
+    from tempo.core.errors import ScheduleError
+
+    ctx = TempoContext(_cfg("numpy", "test"), dim_names=("t",))
+    ((t, T),) = ctx.variables_and_bounds
+    with ctx:
+        p = RT.placeholder((), dtypes.float32, domain=(t,))
+        p.sink_udf(lambda v: None)  # MISTAKE
+        RT.barrier("mid")
+        p[True] = RT.source_udf(lambda: np.float32(1.0), (), dtypes.float32, domain=(t,))
+    with pytest.raises(ScheduleError, match=r"barrier 'mid'.*source_udf") as info:
+        ctx.compile({T: 3})
+    assert "# MISTAKE" in str(info.value) or "p.sink_udf" in str(info.value)

@@ -41,14 +41,16 @@ def map_udf(x: Any, fun: Callable[..., Any], shape: ShapeLike | None = None,
 
 
 def barrier(name: str | None = None) -> None:
-    """A named marker between the sinks recorded before it and those recorded after it
-    (API §3.6): the scheduler runs every point of the ones before, then the barrier, then
-    the ones after (`tempo.schedule.barrier_order`), so `execute_until_barrier(name)`
-    stops with exactly the sinks before it fired. It reads nothing: the order is the
-    scheduler's, not a data dependence (reading the earlier sinks' inputs at their last
-    points, as it did, kept neither those sinks before it nor later ones after it)."""
-    sdg = active_ctx().sdg
-    record(ops.BarrierOp, [], label=name or f"barrier{len(sdg.ops)}")
+    """A named marker between the user functions (sinks, UDF sources, map UDFs) recorded
+    before it and those recorded after it (API §3.6): the scheduler runs every point of
+    the ones before, then the barrier, then the ones after (`tempo.schedule.barrier_order`),
+    so `execute_until_barrier(name)` stops with exactly the sinks before it fired. It
+    reads nothing: the order is the scheduler's, not a data dependence (reading the
+    earlier sinks' inputs at their last points, as it did, kept neither those sinks before
+    it nor later ones after it)."""
+    ctx = active_ctx()
+    record(ops.BarrierOp, [], label=name or f"barrier{len(ctx.sdg.ops)}")
+    ctx.last_barrier = next(reversed(ctx.sdg.ops))  # the barrier: the op added last
 
 
 class UDFOps:
