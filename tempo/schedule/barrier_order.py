@@ -70,12 +70,13 @@ def add_barrier_order(sdg: SDG, an: Analysis) -> None:
 
 
 def _order(sdg: SDG, an: Analysis, first: int, then: int) -> None:
-    """`then` runs after every executed point of `first`: it reads all of `first`."""
+    """`then` runs after every executed point of `first`: it reads all of `first`, as
+    output -1, no tensor (a UDF's output 0 would stay alive until the read)."""
     dom = sdg.ops[first].domain
     whole = ie.IndexSequence(tuple(
         ie.Slice(ie.lift_to_int_ie(0), ie.lift_to_int_ie(dom.bound_of(v)))
         for v in dom.variables))
-    e = Edge(then, len(sdg.in_edges[then]), TensorId(first, 0), whole)
+    e = Edge(then, len(sdg.in_edges[then]), TensorId(first, -1), whole)
     sdg.add_edge(e)
     src, dst = an.executed[stmt_name(first)], an.executed[stmt_name(then)]
     an.edge_maps[id(e)] = isl.UnionMap.from_map(isl.Map.from_domain_and_range(src, dst))

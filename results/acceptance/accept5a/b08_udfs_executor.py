@@ -77,7 +77,9 @@ def program(cfg):
     res.append(("rerun_src_continues", np.array([v for *_, v in log["sink"]]),
                 np.arange(B_ * T_ + 1, 2 * B_ * T_ + 1, dtype=np.float64), 0))
     # ticks: the outer dim b has two top-level loops here (the many-sink over (b, t) reads
-    # x[0:B, t], so it runs after the main loop over b): each iteration of each is a step
+    # x[0:B, t], so it runs after the main loop over b): each iteration of each is a step,
+    # and the barrier with the p2 sink recorded after it one more (before the barrier fix
+    # p2 could run before the barrier, inside the steps: 2 * B)
     for k in log:
         log[k] = []
     exe.reset()
@@ -88,11 +90,11 @@ def program(cfg):
             first = [bb for bb, _, _ in log["sink"]]
         if n > 50:
             break
-    res.append(("ticks_b", np.array(n), np.array(2 * B_), 0))
+    res.append(("ticks_b", np.array(n), np.array(2 * B_ + 1), 0))
     res.append(("first_tick_is_b0", np.array(first), np.zeros(T_, int), 0))
     res.append(("tick_ran_all", np.array(len(log["phase"])), np.array(3), 0))
-    # barrier then the rest by ticking (execute() after it would start a whole new run:
-    # 'a whole run supersedes a stepping run left part-way', executor.py)
+    # barrier then the rest by ticking; then barrier and the rest by execute(), which ends
+    # the run the barrier stopped (the sinks before it do not fire again)
     for k in log:
         log[k] = []
     exe.reset()
@@ -101,6 +103,13 @@ def program(cfg):
     while exe.tick():
         pass
     res.append(("barrier_split", np.array([n1, len(log["phase"])]), np.array([2, 3]), 0))
+    for k in log:
+        log[k] = []
+    exe.execute_until_barrier("phase1")
+    n1 = len(log["phase"])
+    exe.execute()
+    res.append(("barrier_execute", np.array([n1, len(log["phase"]), len(log["sink"])]),
+                np.array([2, 3, B_ * T_]), 0))
     # another executor from the same context with other bounds
     for k in log:
         log[k] = []
