@@ -21,6 +21,7 @@ barrier recorded before them in a tag (`op_sources.barrier_before`)."""
 from __future__ import annotations
 
 import bisect
+from typing import NoReturn
 
 import islpy as isl
 
@@ -104,11 +105,11 @@ def _path(parent: dict[int, int], end: int, start: int) -> list[int]:
     return out[::-1]
 
 
-def _cycle_error(sdg: SDG, barrier: int, path: list[int]) -> None:
+def _cycle_error(sdg: SDG, barrier: int, path: list[int]) -> NoReturn:
     op = sdg.ops[barrier]
     label = op.label if isinstance(op, ops.BarrierOp) else str(barrier)
     users = [i for i in path[1:-1] if isinstance(sdg.ops[i], (ops.SinkUDFOp, *_TAGGED))]
-    after, before = users[0], users[-1]
+    after, before = (users[0], users[-1]) if users else (path[1], path[-2])
 
     def word(i: int) -> str:
         return naming.op_label(sdg.ops[i], sdg.names)

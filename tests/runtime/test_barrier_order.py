@@ -199,6 +199,7 @@ def test_repeated_execute_until_barrier_stops_at_it_in_the_next_run(backend: str
     exe.reset()  # a fresh run
     exe.execute_until_barrier("b")
     _in_groups(log, CHAIN[:2])
+    assert exe.tick()  # on in the same run: execute() still ends it
     exe.execute()
     _in_groups(log, CHAIN)
     _chain_checked(log)
