@@ -77,9 +77,13 @@ _FRESH_TORCH = [0]  # the same for a torch tensor (`_calibrate_torch`, at the fi
 
 
 def _calibrate_torch() -> None:
+    """A 2-element host scratch tensor, made once per process outside any torch function
+    mode: it only counts references and never meets the program's device, so a device
+    audit of the program (a mode watching factories) must not see it."""
     import torch
 
-    r = torch.empty(2)
+    with torch._C.DisableTorchFunction():
+        r = torch.empty(2)
     _FRESH_TORCH[0] = _probe(r)[0]
 
 
