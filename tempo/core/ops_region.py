@@ -42,7 +42,16 @@ region) where in each mul one factor is a column `(..., M, 1)` and the other a r
 the column in each mul, in the add's input order (`outer_sum_tag`): torch runs the three
 members as one (..., M, 2) @ (2, N) matmul (`tempo.runtime.region_folds`)."""
 OUTER_SUM_TAGS = frozenset(f"{OUTER_SUM}{i}{j}" for i in (0, 1) for j in (0, 1))
-FOLD_TAGS = frozenset({LINEAR_ROWS, LINEAR_BATCH, TANH_GRAD}) | OUTER_SUM_TAGS
+IN_PLACE = "fold:in_place:"
+"""Prefix of the tag of an elementwise region member (a unary, or a binary of
+`IN_PLACE_BINARY`) whose value has the static shape and dtype of its operand(s) named by
+the tag's end (`in_place_tag`: "0", "1" or "01"): where that operand is a fresh value of
+the region that this member alone reads, torch may write the result over it (`x.mul_(c)`
+for `x * c`: the same values, one allocation and free fewer; `tempo.runtime.region_folds`)."""
+IN_PLACE_TAGS = frozenset(f"{IN_PLACE}{s}" for s in ("0", "1", "01"))
+IN_PLACE_BINARY = frozenset({"add", "sub", "mul", "div", "maximum", "minimum"})
+"""Binary fns an IN_PLACE tag may sit on (maximum/minimum: for a clip's `clamp_`)."""
+FOLD_TAGS = frozenset({LINEAR_ROWS, LINEAR_BATCH, TANH_GRAD}) | OUTER_SUM_TAGS | IN_PLACE_TAGS
 """Tags that change how a region body is lowered: part of its structure (cache) key."""
 
 

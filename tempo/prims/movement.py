@@ -120,13 +120,19 @@ def ident_kernel(op: ops.Op, be: Any) -> Kernel:
 
 # ---------------------------------------------------------------- torch
 def _torch_reshape(op: ops.ReshapeOp, be: Any) -> Kernel:
+    """`torch.reshape(x, shape)`: the function parses a tuple shape faster than the method
+    does (1.0 vs 1.7 us per call for a (64, 1, 64) view, one thread; `x.reshape(*shape)`
+    1.2), and a PPO env step makes three."""
+    import torch
+
     from tempo.runtime.backends.common import dynamic_shape, is_static
 
+    reshape = torch.reshape
     if is_static(op.shape):
         shape = tuple(op.shape)
-        return lambda x: x.reshape(shape)
+        return lambda x: reshape(x, shape)
     resolve = dynamic_shape(op.shape)
-    return lambda x, *sym: x.reshape(resolve(*sym))
+    return lambda x, *sym: reshape(x, resolve(*sym))
 
 
 def _torch_permute(op: ops.PermuteOp, be: Any) -> Kernel:
@@ -136,11 +142,13 @@ def _torch_permute(op: ops.PermuteOp, be: Any) -> Kernel:
 
 
 def _torch_expand(op: ops.ExpandOp, be: Any) -> Kernel:
+    """A static shape goes as separate sizes, which the method parses faster than a tuple
+    (1.3 vs 1.8 us per call, one thread; `_torch_reshape`)."""
     from tempo.runtime.backends.common import dynamic_shape, is_static
 
     if is_static(op.shape):
         shape = tuple(op.shape)
-        return lambda x: x.expand(shape)
+        return (lambda x: x.expand(*shape)) if shape else (lambda x: x.expand(()))
     resolve = dynamic_shape(op.shape)
     return lambda x, *sym: x.expand(resolve(*sym))
 

@@ -56,10 +56,15 @@ def test_clip_in_a_region_is_one_clamp_bit_for_bit(tmp_path: Any) -> None:
     assert folded, "the clip's maximum-minimum pair was not folded"
     folds = region_folds.torch_folds(folded[0])
     lines = regions.source(folded[0], folds).splitlines()
-    (k, fold), = folds.items()
+    (k, fold), = ((k, f) for k, f in folds.items() if f.absorbed)
     (absorbed,) = fold.absorbed
     assert lines[absorbed + 1] == "    pass" and len(fold.reads) == 3  # x, lo, hi
-    assert fold.kind == "clamp" and region_folds.fold_kernel("clamp") is torch.clamp
+    assert region_folds.fold_kernel("clamp") is torch.clamp
+    # x * 1.5 is the region's own value, read by the clip alone: clamped in place, and
+    # the clip's value scaled by 3 in place in turn (region_folds_in_place)
+    assert fold.kind == "in_place:clamp_"
+    assert region_folds.fold_kernel(fold.kind) is torch.Tensor.clamp_
+    assert [f.kind for j, f in folds.items() if j != k] == ["in_place:mul_"]
     x = torch.from_numpy(DATA) * 1.5
     want = torch.minimum(torch.maximum(x, torch.tensor(-1.0)), torch.tensor(0.5)) * 3.0
     np.testing.assert_array_equal(np.stack(got), want.numpy())  # NaN in place too
@@ -67,7 +72,7 @@ def test_clip_in_a_region_is_one_clamp_bit_for_bit(tmp_path: Any) -> None:
 
 def test_a_maximum_read_elsewhere_is_not_folded(tmp_path: Any) -> None:
     got, regs = _run(tmp_path, shared_max=True)
-    assert regs and not any(region_folds.torch_folds(r) for r in regs)
+    assert regs and not any(f.absorbed for r in regs for f in region_folds.torch_folds(r).values())
     x = torch.from_numpy(DATA) * 1.5
     want = torch.clamp(x, -1.0, 0.5) * 3.0
     np.testing.assert_array_equal(np.stack(got), want.numpy())
@@ -95,7 +100,7 @@ def test_swish_in_a_region_is_one_silu(tmp_path: Any) -> None:
     data = torch.from_numpy(DATA)
     got, _, regs = _swish_run(tmp_path, data)
     kinds = [f.kind for r in regs for f in region_folds.torch_folds(r).values()]
-    assert kinds == ["silu"]
+    assert kinds == ["silu", "in_place:add_"]  # + 1.0 over silu's value
     y = data * 2
     want = (y * torch.sigmoid(y) + 1.0).numpy()  # torch eager, the unfolded pair
     np.testing.assert_allclose(np.stack(got), want, rtol=1e-6, atol=1e-6)
@@ -106,7 +111,8 @@ def test_swish_of_integers_and_a_shared_sigmoid(tmp_path: Any) -> None:
     ints = torch.from_numpy((DATA[np.arange(T_) != 1] * 3).astype(np.int64))
     ints = torch.cat([ints, ints[:1]])
     got, _, regs = _swish_run(tmp_path, ints)
-    assert [f.kind for r in regs for f in region_folds.torch_folds(r).values()] == ["silu"]
+    assert [f.kind for r in regs for f in region_folds.torch_folds(r).values()] == [
+        "silu", "in_place:add_"]
     y = ints * 2
     np.testing.assert_allclose(np.stack(got), (y * torch.sigmoid(y) + 1.0).numpy(),
                                rtol=1e-6)

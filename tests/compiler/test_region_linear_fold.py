@@ -1,4 +1,5 @@
-"""torch regions run `matmul(x, w) + b` with a bias row as one `addmm` / `F.linear` call
+"""torch regions run `matmul(x, w) + b` with a bias row as one `addmm` call (x a matrix)
+or as the matmul with the bias added in place (x a batch of rows; cheaper than F.linear)
 (the grouping pass tags the add from static shapes, `grouping_folds`; the runtime folds
 it, `region_folds`): Linear layers' values and gradients against torch eager on torch,
 jax and numpy, with vectorisation (x a batch of rows) and without (x a matrix); the
@@ -114,6 +115,43 @@ def test_the_kernel_equals_matmul_plus_add_bit_for_bit(rows: bool) -> None:
         assert torch.equal(kernel(x, w, b), _want(x, w, b))
         other = torch.randn(12, 16, generator=g)
         assert torch.equal(kernel(x, other, b), _want(x, other, b))
+
+
+@pytest.mark.parametrize("tanh", [False, True], ids=["linear", "linear+tanh"])
+def test_a_batch_fold_adds_the_bias_in_place_over_its_matmul(tanh: bool) -> None:
+    """A contiguous batch of rows: torch's matmul (one mm over the folded rows), then the
+    bias (and tanh) in place over its fresh result, no addmm or F.linear (whose C++
+    flattens, transposes and views around its addmm: slower per call); a strided batch
+    takes one addmm over its rows. Values as `matmul + add` (then torch.tanh) bit for bit."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Calls(TorchDispatchMode):
+        def __init__(self) -> None:
+            super().__init__()
+            self.names: list[str] = []
+
+        def __torch_dispatch__(self, func: Any, types: Any, args: Any = (),
+                               kwargs: Any = None) -> Any:
+            self.names.append(func.overloadpacket.__name__)
+            return func(*args, **(kwargs or {}))
+
+    g = torch.Generator().manual_seed(3)
+    w, b = torch.randn(16, 12, generator=g).mT, torch.randn(16, generator=g)
+    kernel = (region_folds.linear_tanh_kernel(False, False, torch_tanh.NATIVE) if tanh
+              else region_folds.fold_kernel(LINEAR_BATCH))
+    want = (lambda x: torch.tanh(_want(x, w, b))) if tanh else (lambda x: _want(x, w, b))
+    x = torch.randn(4, 9, 12, generator=g)
+    for _ in range(3):  # the weight's first call, its copy's making and reuse
+        with Calls() as mode:
+            got = kernel(x, w, b)
+        assert torch.equal(got, want(x)) and got.shape == (4, 9, 16)
+    assert "addmm" not in mode.names and "linear" not in mode.names, mode.names
+    assert mode.names.count("add_") == 1 and mode.names.count("mm") == 1, mode.names
+    assert mode.names.count("tanh_") == int(tanh), mode.names
+    strided = torch.randn(9, 12, generator=g).unsqueeze(0).expand(4, 9, 12)
+    with Calls() as mode:
+        got = kernel(strided, w, b)
+    assert torch.equal(got, want(strided)) and mode.names.count("addmm") == 1, mode.names
 
 
 @pytest.mark.parametrize("rows", [True, False], ids=["addmm", "linear"])

@@ -223,3 +223,37 @@ def test_results_convert_to_torch_through_dlpack(backend: str) -> None:
         t = torch.from_dlpack(out)  # what Executor.get_spatial_tensor_torch does
         np.testing.assert_array_equal(t.numpy(), be.to_numpy(out))
         assert be.to_torch(out).shape == t.shape
+
+
+@pytest.mark.parametrize("dim", [0, 1, 2])
+def test_torch_select_by_a_0d_index_is_a_view_and_keeps_its_range_check(dim: int) -> None:
+    """A 0-d index selects a view (the kernel passes the index tensor to select; a bool
+    index goes through int()): the values numpy indexing gives, for every integer dtype
+    and a negative index (wraps, as before); one past the end is still an IndexError."""
+    x_np = f32(4, 5, 3)
+    x = torch.from_numpy(x_np.copy())
+    kern = TorchBackend().kernel(mk(ops.IndexSelectOp, dim=dim))
+    for dt in (torch.int8, torch.uint8, torch.int32, torch.int64, torch.bool):
+        i = torch.tensor(1, dtype=dt)
+        got = kern(x, i)
+        assert got.data_ptr() == x[(slice(None),) * dim + (1,)].data_ptr()  # a view
+        np.testing.assert_array_equal(got.numpy(), np.take(x_np, 1, axis=dim))
+    np.testing.assert_array_equal(kern(x, torch.tensor(-1)).numpy(),
+                                  np.take(x_np, -1, axis=dim))
+    with pytest.raises(IndexError):
+        kern(x, torch.tensor(x.shape[dim]))
+
+
+def test_torch_static_reshape_and_expand_take_every_rank() -> None:
+    """Static shapes go to torch.reshape / expand(*sizes); the 0-d ones too."""
+    be = TorchBackend()
+    x = torch.arange(6.0)
+    assert torch.equal(be.kernel(mk(ops.ReshapeOp, shape=Shape((2, 1, 3))))(x),
+                       x.view(2, 1, 3))
+    one = torch.tensor([7.0])
+    got = be.kernel(mk(ops.ReshapeOp, shape=Shape(())))(one)
+    assert got.shape == () and got.item() == 7.0
+    got = be.kernel(mk(ops.ExpandOp, shape=Shape((4, 2, 3))))(x.view(2, 3))
+    assert torch.equal(got, x.view(1, 2, 3).expand(4, 2, 3))
+    got = be.kernel(mk(ops.ExpandOp, shape=Shape(())))(torch.tensor(3.0))
+    assert got.shape == () and got.item() == 3.0

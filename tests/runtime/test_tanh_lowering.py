@@ -159,7 +159,8 @@ def test_each_form_gives_torch_eager_values_and_gradients(
 
 def _assert_form(form: str, calls: Counter[str]) -> None:
     if form == torch_tanh.NATIVE:
-        assert calls["tanh"] >= 1 and calls["tanh_"] >= 1 and calls["sigmoid_"] == 0, calls
+        # the fold's tanh_ and the lone tanh, in place over its mul's fresh value too
+        assert calls["tanh"] + calls["tanh_"] >= 2 and calls["sigmoid_"] == 0, calls
     else:
         assert calls["tanh"] + calls["tanh_"] == 0 and calls["sigmoid_"] >= 2, calls
 

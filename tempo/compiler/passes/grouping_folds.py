@@ -5,8 +5,10 @@ them at every call would cost more than the fold saves (a few us of Python per c
 this CPU). The SDG and every rule stay as they are: a tag only says that the pair
 `matmul(x, w) + b` is a linear map with a bias row (`LINEAR_ROWS`, `LINEAR_BATCH`) or,
 for a matrix `x`, plus a matrix of its output's shape (`LINEAR_ROWS`), that a mul is
-tanh's gradient `g * (1 - y*y)` over operands of one shape (`TANH_GRAD`), or that an add
-sums two outer products of a column and a row (`OUTER_SUM`)."""
+tanh's gradient `g * (1 - y*y)` over operands of one shape (`TANH_GRAD`), that an add
+sums two outer products of a column and a row (`OUTER_SUM`), or that an elementwise
+member's value has an operand's shape and dtype, so it could be written over it
+(`IN_PLACE`)."""
 
 from __future__ import annotations
 
@@ -16,8 +18,15 @@ from tempo.compiler.passes.dedup import signature
 from tempo.core import ops
 from tempo.core.dtype import dtypes
 from tempo.core.op_base import Op
-from tempo.core.ops_region import LINEAR_BATCH, LINEAR_ROWS, OUTER_SUM, TANH_GRAD
-from tempo.core.sdg import SDG, Edge
+from tempo.core.ops_region import (
+    IN_PLACE,
+    IN_PLACE_BINARY,
+    LINEAR_BATCH,
+    LINEAR_ROWS,
+    OUTER_SUM,
+    TANH_GRAD,
+)
+from tempo.core.sdg import SDG, Edge, TensorId
 from tempo.schedule.grouping import is_basis
 
 
@@ -28,9 +37,31 @@ def tagged_body(sdg: SDG, members: list[int], body: tuple[Op, ...]) -> tuple[Op,
     for k, m in enumerate(members):
         tag = (linear_tag(sdg, m, position) or tanh_grad_tag(sdg, m, position)
                or outer_sum_tag(sdg, m, position))
-        if tag is not None:
-            out[k] = replace(out[k], tags=out[k].tags | {tag})
+        tags = {t for t in (tag, in_place_tag(sdg, m)) if t is not None}
+        if tags:
+            out[k] = replace(out[k], tags=out[k].tags | tags)
     return tuple(out)
+
+
+def in_place_tag(sdg: SDG, op_id: int) -> str | None:
+    """IN_PLACE + the sides (of "0", "1", "01") whose read has op `op_id`'s static output
+    shape and dtype, when the op is a unary or a binary of IN_PLACE_BINARY; else None.
+    (Whether the operand is a fresh value read by this member alone is the lowering's
+    call: it sees the region's wiring and which members allocate.)"""
+    op = sdg.ops[op_id]
+    if not (isinstance(op, ops.UnaryOp)
+            or (isinstance(op, ops.BinaryOp) and op.fn in IN_PLACE_BINARY)):
+        return None
+    info = sdg.tensors[TensorId(op_id, 0)]
+    try:
+        out = tuple(info.shape.evaluate(sdg.bound_defs))
+    except KeyError:
+        return None
+    if info.shape.vars_used() or not all(isinstance(d, int) for d in out):
+        return None
+    sides = "".join(str(k) for k, e in enumerate(_inputs(sdg, op_id))
+                    if _static(sdg, e) == out and sdg.tensors[e.src].dtype == info.dtype)
+    return f"{IN_PLACE}{sides}" if sides else None
 
 
 def _static(sdg: SDG, e: Edge) -> tuple[int, ...] | None:
