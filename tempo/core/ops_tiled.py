@@ -6,7 +6,9 @@ The kernels receive each block-read input as a list of `(block, start, stop)`: a
 `(block, *point_shape)` array and the range of its rows that belong to the read; the
 rows outside are padding (whatever the store holds there) that the kernel masks with the
 reduction's neutral element. Shapes never depend on the step, so a backend that compiles
-per shape (jax) compiles each kernel once.
+per shape (jax) compiles each kernel once. On torch a store may hand over a longer static
+array in one piece (a ring's run, the buffer of a joined block store: runtime/stores_ring.py,
+stores_joined.py), since torch's kernels take views of the valid rows, whatever the length.
 """
 
 from __future__ import annotations

@@ -84,7 +84,8 @@ def _torch(op: ops.TiledAttentionOp, be: Any) -> Kernel:
     """Eager torch reads the valid rows of each block as views (no padding, no mask of
     it). Plain attention (no mask, reshapes that are identities, keys and values batched
     as the queries: checked once per query shape) runs on views of each block made once
-    per block: one block (a window, or a history shorter than U) is one
+    per block: one block (a window, a history shorter than U, or a history a joined
+    block store or a ring hands over as one view of its buffer) is one
     `scaled_dot_product_attention` call; several are one batched matmul per block for the
     scores, one softmax over them joined, and one matmul-accumulate per block for the
     output (2n + 6 calls for n blocks). Anything else (a mask, GQA, reshapes between the

@@ -33,13 +33,17 @@ MAX_SCAN = 1 << 14  # bounds above this are not scanned point by point for windo
 class StoreKind:
     """`kind` is "block" (size = points per block), "ring" (size = slots, the window) or
     "circular" (size = window, 2W points kept); `extent` is the number of points along
-    `dim`; `rotated` (rings): a read of the whole ring may arrive in slot order."""
+    `dim`; `rotated` (rings): a read of the whole ring may arrive in slot order;
+    `prefix` (blocks): every read along `dim` is a growing prefix `x[0:e]`, so no block is
+    freed before the last read of its prefix and the blocks may lie end to end in one
+    buffer (runtime/stores_joined.py)."""
 
     kind: str
     dim: int
     size: int
     extent: int = 0
     rotated: bool = False
+    prefix: bool = False
 
 
 def loops_of(tree: Node) -> dict[int, list[Loop]]:
@@ -88,7 +92,9 @@ def choose(sdg: SDG, tree: Node, bounds: dict, block: int, circular: bool,
         if block_bytes is not None and tid not in tiled and info.shape.is_static():
             point = int(info.shape.as_static().prod()) * info.dtype.repr_bytes
             u = max(1, min(u, block_bytes // max(point, 1)))
-        out[tid] = StoreKind("block", dim, u, size)
+        out[tid] = StoreKind("block", dim, u, size, prefix=size > u and all(
+            isinstance(m := e.expr[dim], Slice) and m.is_growing_slice()
+            for e in sdg.readers(tid)))
     if circular and force:
         out.update(_forced_windows(sdg, bounds, loops, set(out)))
     if circular:

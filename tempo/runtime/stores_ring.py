@@ -11,6 +11,10 @@ ring, then its head); a `rotated` ring hands a read covering all W points over a
 itself, in slot order — for readers whose result does not depend on the order of the points
 (attention without a mask, sums), whose other blocked inputs are rings of the same size,
 so their rows stay paired. A plain slice read that wraps joins its two runs (a copy).
+With `whole` (torch, whose tiled kernels read views of the valid rows of a block of any
+length) each run of a tiled read is handed over as the ring's front view and its rows, not
+cut into blocks of U: a causal history in a ring of T slots (T not a multiple of U) is then
+one view per step, not T/U blocks each costing the kernel its own calls.
 
 Untiled window reads, which need their window as one in-order view, keep the compacting
 `CircularStore` of runtime/stores.py.
@@ -29,10 +33,10 @@ class RingStore(RangedStore):
     `filled` holds point numbers); `block` caps the rows of one block of a tiled read."""
 
     def __init__(self, layout: Layout, window: int, block: int | None = None,
-                 rotated: bool = False) -> None:
+                 rotated: bool = False, whole: bool = False) -> None:
         super().__init__(layout)
         self.window = window
-        self.block = min(block or window, window)
+        self.block = window if whole else min(block or window, window)
         self.rotated = rotated
         self.newest: dict[tuple, int] = {}  # the newest point written, per prefix
 

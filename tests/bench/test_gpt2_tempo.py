@@ -11,10 +11,11 @@ from tempo.bench.memory import DeviceMemoryAccountant
 from tempo.bench.systems.gpt2_tempo import TempoGpt2Decoder
 
 
+@pytest.mark.parametrize("block", [256, 4])  # one block; three (causal: joined, E1's path)
 @pytest.mark.parametrize("attn", ["causal", "window"])
-def test_tempo_gpt2_matches_reference(attn: str) -> None:
+def test_tempo_gpt2_matches_reference(attn: str, block: int) -> None:
     cfg = dict(n_layers=2, n_heads=2, d_model=32, d_ff=64, batch=2, seq_len=12, attn=attn,
-               window=4)
+               window=4, block=block)
     c = Gpt2CoreConfig.from_dict(cfg)
     w = init_weights(c, "torch")
     x0 = np.random.default_rng(0).standard_normal((2, 32)).astype(np.float32)

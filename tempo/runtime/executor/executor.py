@@ -43,6 +43,7 @@ from tempo.runtime.stores import (
     TrackedStore,
 )
 from tempo.runtime.stores_deferred import DeferredBlockStore, stack_along
+from tempo.runtime.stores_joined import JoinedBlockStore, JoinedDeferredBlockStore
 from tempo.runtime.stores_ring import RingStore
 from tempo.runtime.stores_stacked import StackedStore
 from tempo.runtime.swap import Swapper, SwapStore
@@ -258,15 +259,22 @@ class PythonExecutor(Executor):
         lay = Layout(tid, kind.dim, shape,
                      lambda s: be.alloc_block(0, s, dt, at_front=False), storage_of(be.name),
                      be.move_to_front, cat, select, put, self.accountant, slot_put(be.name))
-        if kind.kind == "ring":
-            return RingStore(lay, kind.size, self.cfg.inc_statify_block_size, kind.rotated)
+        if kind.kind == "ring":  # (torch's tiled kernels take a run of any length)
+            return RingStore(lay, kind.size, self.cfg.inc_statify_block_size, kind.rotated,
+                             whole=be.name == "torch")
         if kind.kind == "circular":
             return CircularStore(lay, kind.size, self.cfg.inc_statify_block_size,
                                  compaction_slack(kind.size))
         if swapper is not None:  # tracked; complete blocks may go to the host pool
             return SwapBlockStore(lay, kind.size, swapper, kind.extent)
+        # prefix-read blocks end to end in one buffer (torch's tiled kernels read views of
+        # the valid rows; on the host its pages are backed as blocks are first written)
+        joined = kind.prefix and be.name == "torch" and be.on_cpu
         if self.tracked:  # every byte counted: points are copied in as they are written
-            return BlockStore(lay, kind.size)
+            return JoinedBlockStore(lay, kind.size, kind.extent) if joined else \
+                BlockStore(lay, kind.size)
+        if joined:
+            return JoinedDeferredBlockStore(lay, kind.size, stack_along(be.name), kind.extent)
         return DeferredBlockStore(lay, kind.size, stack_along(be.name))
 
     def _block_reader(self, tid: TensorId, dim: int, block: int) -> PointBlocks:
