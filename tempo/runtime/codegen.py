@@ -79,6 +79,9 @@ class CodeGen:
         self.ended_loops: dict[int, Ending] = {}  # id(Loop) -> the ending it stops at
         self.lag_guards: dict[int, tuple[str, str]] = {}  # id(Exec) -> (var, its point)
         self.end_guards: dict[int, str] = {}  # id(Exec) -> `point < bound` (past_end_guards)
+        self.bounds: dict[str, Any] = {}  # every bound's compile-time value (the maximum)
+        self.tails: dict[tuple[int, str], int] | None = None  # bound_tails, made once
+        self.kept_frees: set[int] = set()  # id(Free) not emitted (past_end_guards)
         self.kernel_ops = kernel_ops or {}
         self.blocked = blocked or {}
         self.steps = steps  # emit a generator yielding after each outer-loop iteration
@@ -318,6 +321,7 @@ class CodeGen:
     def frees(self, frees: list[Free], pad: str) -> None:
         """A run of frees: the locals are dropped in one statement, and stores freeing the
         same point share one key."""
+        frees[:] = [f for f in frees if id(f) not in self.kept_frees]
         drop = [f.tensor for f in frees if f.tensor in self.local]
         if drop:
             self.lines.append(f"{pad}{' = '.join(map(local_name, drop))} = None")
@@ -510,6 +514,7 @@ def generate(
                                                          dict)}
     moving = {e.bound for e in endings}  # (these change at run time)
     gen.env = {**PY_GLOBALS, **{k: v for k, v in bounds.items() if k not in moving}}
+    gen.bounds = dict(bounds)
     find_ended_loops(gen, tree)
     past_end_guards(gen, tree)
     lost = [e for e in endings if e not in gen.ended_loops.values()]

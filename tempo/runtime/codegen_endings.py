@@ -312,31 +312,87 @@ def stop_check(gen: CodeGen, node: Exec, pad: str) -> None:
                       f"{names[end.var]} + 1)")
 
 
-def past_end_guards(gen: CodeGen, node: Node, inside: frozenset[str] = frozenset()) -> None:
+def past_end_guards(gen: CodeGen, node: Node, inside: frozenset[str] = frozenset(),
+                    clamped: frozenset[str] = frozenset()) -> None:
     """Guard the ops over an ended dimension that run outside the loop ending it (a nest
     over (b, t) after the loop over t that tests the stop): the schedule bounds their
     loops by the maximum, so each point runs only below the dimension's real extent
     (`gen.end_guards`: id(Exec) -> `point < bound`; the bound is the maximum until the
-    loop ends it). `inside`: the dimensions whose ended loop holds `node`."""
+    loop ends it). An op whose points end k before the bound (`G[t] = x + G[t+1]` runs
+    where t < T - 1) is guarded by `point < bound - k` (`bound_tails`), also in a loop
+    clamped to the extent. `inside`: the dimensions whose ended loop holds `node`."""
     if isinstance(node, Seq):
         for c in node.children:
-            past_end_guards(gen, c, inside)
+            past_end_guards(gen, c, inside, clamped)
     elif isinstance(node, (Loop, While)):
         end = gen.ended_loops.get(id(node))
         if end is None and isinstance(node, Loop) and clamp_of(gen, node) is not None:
-            inside = inside | {node.counter}  # the loop stops at the extent itself
-        past_end_guards(gen, node.body, inside | {end.var} if end is not None else inside)
+            clamped = clamped | {node.counter}  # the loop stops at the extent itself
+        past_end_guards(gen, node.body, inside | {end.var} if end is not None else inside,
+                        clamped)
     elif isinstance(node, If):
-        past_end_guards(gen, node.then, inside)
+        past_end_guards(gen, node.then, inside, clamped)
         if node.else_ is not None:
-            past_end_guards(gen, node.else_, inside)
+            past_end_guards(gen, node.else_, inside, clamped)
     elif isinstance(node, Exec):
         op = gen.sdg.ops[node.op_id]
         names = gen._names(op, node.point)
-        conds = [f"{names[e.var]} < {e.bound}" for e in gen.endings.values()
-                 if e.var not in inside and e.var in names]
+        conds = []
+        for e in gen.endings.values():
+            if e.var in inside or e.var not in names:
+                continue
+            k = bound_tails(gen).get((node.op_id, e.var), 0)
+            if e.var not in clamped or k:
+                conds.append(f"{names[e.var]} < {e.bound}" + (f" - {k}" if k else ""))
         if conds:
             gen.end_guards[id(node)] = " and ".join(conds)
+    elif isinstance(node, Free):
+        # the schedule placed frees for the maximum: with an op ending before the bound
+        # (a tail), a point's last reader depends on the real end, so points over that
+        # dimension stay stored outside its ending loop (until the run ends)
+        tails = {var for _, var in bound_tails(gen)}
+        dims = [v.name for v in gen.sdg.ops[node.tensor.op_id].domain.variables]
+        if any(v in tails and v not in inside for v in dims):
+            gen.kept_frees.add(id(node))
+
+
+def bound_tails(gen: CodeGen) -> dict[tuple[int, str], int]:
+    """(op, ended dimension) -> k > 0 when the op's executed domain ends k points before
+    the dimension's bound: the schedule was made with the bound at its maximum, so such
+    an op (one reading ahead, `G[t+1]`, only where a `t == T - 1` branch is not taken)
+    would run up to the real end and read past it. The executed domains are analysed at
+    the maximum and at one less: an end that moves with the bound is relative to it."""
+    if gen.tails is not None:
+        return gen.tails
+    from tempo.schedule.isl_program import analyse, stmt_name
+    gen.tails = {}
+    base = {Symbol(k, is_bound=True): v for k, v in gen.bounds.items() if isinstance(v, int)}
+    for end in gen.endings.values():
+        over = [op for op in gen.sdg.ops.values()
+                if end.var in [v.name for v in op.domain.variables]]
+        top = base.get(Symbol(end.bound, is_bound=True))
+        if not over or top is None or top < 3:
+            continue
+        highs: list[dict[int, int]] = []
+        for m in (top, top - 1):
+            try:
+                an = analyse(gen.sdg, {**base, Symbol(end.bound, is_bound=True): m})
+            except Exception:  # noqa: BLE001 - no tails then: the guard is as before
+                highs = []
+                break
+            hi: dict[int, int] = {}
+            for op in over:
+                dom = an.executed.get(stmt_name(op.op_id))
+                pos = [v.name for v in op.domain.variables].index(end.var)
+                if dom is not None and not dom.is_empty():
+                    hi[op.op_id] = int(dom.dim_max_val(pos).to_python())
+            highs.append(hi)
+        if len(highs) != 2:
+            continue
+        for op_id, h in highs[0].items():
+            if highs[1].get(op_id) == h - 1 and h < top - 1:
+                gen.tails[(op_id, end.var)] = top - 1 - h
+    return gen.tails
 
 
 def clamp_of(gen: CodeGen, loop: Loop) -> str | None:

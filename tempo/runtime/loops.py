@@ -151,11 +151,12 @@ class LoopAnalysis:
     def _code(self, src: str) -> Any:
         code = self._codes.get(src)
         if code is None:
-            code = self._codes[src] = compile(src, "<tempo-loop>", "eval")
+            code = compile(src, "<tempo-loop>", "eval")
             unknown = set(code.co_names) - set(self.env) - {self.loop.counter} - BUILTINS
-            if unknown:
+            if unknown:  # (not cached: a second use must be rejected too)
                 raise Reject(f"{src!r} uses {', '.join(sorted(unknown))}, unknown before "
                              "the run")
+            self._codes[src] = code
         return code
 
     def _int(self, src: str) -> int:

@@ -27,6 +27,16 @@ def _ancestors(sdg: SDG, op_id: int) -> set[int]:
     return seen
 
 
+def _reads_bound(sdg: SDG, op_id: int, bound: str) -> bool:
+    """Whether an index expression or condition of a read of `op_id` uses `bound`."""
+    for e in sdg.in_edges[op_id]:
+        parts = [*e.expr, e.cond] if e.cond is not None else list(e.expr)
+        if any(getattr(b, "name", None) == bound for p in parts
+               for b in p.bound_symbols_used()):
+            return True
+    return False
+
+
 def with_stop_order(sdg: SDG, stops: Iterable[tuple[TensorId, str]]) -> SDG:
     """A copy of `sdg` where every op over all of a stop tensor's dimensions that the stop
     does not need reads the stop at the previous point of the ended dimension `var`
@@ -36,15 +46,31 @@ def with_stop_order(sdg: SDG, stops: Iterable[tuple[TensorId, str]]) -> SDG:
         sop = sdg.ops[stop.op_id]
         names = [v.name for v in sop.domain.variables]
         needed = _ancestors(sdg, stop.op_id)
+        bound = next(v for v in sop.domain.variables if v.name == var).as_bound()
         for op in sdg.ops.values():
             if op.op_id in needed:
                 continue
             mine = {v.name: v for v in op.domain.variables}
+            if var not in mine and set(names) - {var} <= set(mine) and (
+                    _reads_bound(sdg, op.op_id, bound.name)
+                    or any(b.name == bound.name for x in op.runtime_exprs()
+                           for b in x.bound_symbols_used())):
+                # made from T itself (a fill of shape (T + 1,)): after the stop ran last
+                last = [bound - 1 if n == var else mine[n] for n in names]
+                adds.append(Edge(op.op_id, len(sdg.in_edges[op.op_id]), stop,
+                                 ie.lift_to_ie_seq(last), None))
+                continue
             if var not in mine or not set(names) <= set(mine):
                 continue
             at = [mine[n] - 1 if n == var else mine[n] for n in names]
             adds.append(Edge(op.op_id, len(sdg.in_edges[op.op_id]), stop,
                              ie.lift_to_ie_seq(at), mine[var] > 0))
+            if _reads_bound(sdg, op.op_id, mine[var].as_bound().name):
+                # `x[min(t + 1, T - 1)]`: T is the real end only once the stop ran at
+                # every point, so such an op runs after the loop that ends the dimension
+                last = [mine[n].as_bound() - 1 if n == var else mine[n] for n in names]
+                adds.append(Edge(op.op_id, len(sdg.in_edges[op.op_id]), stop,
+                                 ie.lift_to_ie_seq(last), None))
     if not adds:
         return sdg
     out = sdg.copy()

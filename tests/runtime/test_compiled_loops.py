@@ -270,3 +270,21 @@ def test_rnn_bptt_gradients_equal_with_and_without_compiled_loops(tmp_path: Any)
     # t are either a scanned loop or batched over t by vectorisation (no loop left).
     backward = [rep for rep in exe.compiled_loops() if rep.loop.endswith(", -1)")]
     assert backward and any(rep.scanned() for rep in backward)
+
+
+def test_an_expression_of_an_unknown_name_is_rejected_every_time() -> None:
+    """accept6b c04 (jax, vectorisation and fusion off; a window over (b, t) inside a loop
+    over i): the loop analysis cached an expression of the outer counter `b` before
+    rejecting it, so its second use evaluated it and raised NameError: name 'b' is not
+    defined at compile, instead of leaving the loop to the plain Python emitter."""
+    from types import SimpleNamespace
+
+    from tempo.runtime.loops import LoopAnalysis, Reject
+
+    an = LoopAnalysis.__new__(LoopAnalysis)
+    an._codes, an.env, an.counters = {}, {"T": 4}, [0]
+    an.loop = SimpleNamespace(counter="t", step=1)
+    for _ in range(2):
+        with pytest.raises(Reject, match="unknown before the run"):
+            an.at("max(0, b - 1) + t", 1)
+    assert an.at("min(t + 1, T - 1)", 3) == 3

@@ -49,6 +49,11 @@ def backward(x: RT, grad: Any = None) -> None:
       or `.detach()` the reads in its definition to cut the path on purpose.
     """
     ctx = x._ctx_mgr
+    if x.requires_grad is None and _reaches_a_leaf(ctx, x):
+        # a placeholder read before a later branch made it require grad (p[i+1] = p + h...
+        # recorded before h[...] = f(w)): the flags of the ops recorded in between are stale
+        x.requires_grad = True
+        tape_of(ctx).note_produced(x, x.tensor_id.op_id)  # an op result, not a leaf
     if x.requires_grad is not True:  # None: no input asked for grad; torch raises too
         raise GradientError(f"backward() of {naming.op_label(x.op, x.sdg.names)}, which does "
                             "not require grad: no tensor it is computed from was made with "
@@ -75,6 +80,15 @@ def backward(x: RT, grad: Any = None) -> None:
         inner = composite_grads(bw, tape.lowered)  # the lowered composites' intermediates
         tape.release({t: g for t, g in bw.adj.items() if not tape.is_leaf(t)} | inner)
     x._ctx = None
+
+
+def _reaches_a_leaf(ctx: Any, x: RT) -> bool:
+    """Whether x's value reads a grad-requiring leaf through edges that carry gradients.
+
+    A flag is fixed when an op is recorded, but a placeholder's flag can turn True later
+    (its branches may be assigned after it was read), so the graph is the truth."""
+    bw = _Backward(ctx, x.tensor_id)
+    return any(bw.tape.is_leaf(t) for t in bw._upstream(x.tensor_id) if t != x.tensor_id)
 
 
 def check_lowering_config(ctx: Any, cfg: Any) -> None:

@@ -259,15 +259,21 @@ class MovementOps:
         return lift(x)
 
     def slice_many(self, slices: Sequence[Any]) -> RecurrentTensor:
-        """Slice dims 0..k by python slices or (start, stop) pairs."""
+        """Slice dims 0..k by python slices, `ie.slice_` slices or (start, stop) pairs."""
         x: Any = self
         for d, s in enumerate(slices):
             if isinstance(s, slice):
                 start = 0 if s.start is None else s.start
                 stop = x.shape[d] if s.stop is None else s.stop
                 x = x.slice_dim(d, start, stop, s.step)
-            else:
+            elif isinstance(s, ie.Slice):
+                x = x.slice_dim(d, s.start, s.stop)
+            elif isinstance(s, (tuple, list)) and len(s) == 2:
                 x = x.slice_dim(d, s[0], s[1])
+            else:
+                raise ArgumentError(
+                    f"slice_many: slice {d} is {s!r}; give a slice, ie.slice_(start, stop) "
+                    "or a (start, stop) pair", site=user_site())
         return lift(x)
 
     def index_many(self, indexes: Sequence[Any]) -> RecurrentTensor:

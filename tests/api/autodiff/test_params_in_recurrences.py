@@ -245,3 +245,37 @@ def test_constant_slices_inside_recurrence(backend: str) -> None:
         return total
 
     assert_close(got, torch_grads(ref, xs, _scalar(0.7)))
+
+
+def test_placeholders_read_before_their_branches_are_assigned() -> None:
+    """accept6b c04: `p[i+1] = p + h[i, 0:B, T-1].mean(0)` recorded before h's branches read
+    the leaf s, and the loss reads only placeholders (c from p): the requires_grad flags
+    fixed at record time were stale (None), so backward() raised GradientError 'no tensor it
+    is computed from was made with requires_grad=True'. The graph decides now."""
+    pr = Prog(2)
+    (i, I_), (t, T_) = pr.vb
+    xs = rnd(3, 4)
+    with pr.ctx:
+        s = pr.leaf(np.array(0.7, np.float32))
+        x = RT.const(xs).index(0, i).index(0, t)
+        h = RT.placeholder((), dtypes.float32, domain=(i, t))
+        p = RT.placeholder((), dtypes.float32, domain=(i,))
+        p[0] = RT.const(1.0)
+        p[i + 1] = p + h[i, T_ - 1]          # h has no branch yet
+        c = p * 2.0
+        h[i, 0] = p
+        h[i, t + 1] = 0.5 * h + x[i, t + 1] * s
+        c[0:I_].sum(0).backward()
+    got = pr.run({I_: 3, T_: 4})
+
+    def ref(s: torch.Tensor) -> torch.Tensor:
+        p, tot = torch.tensor(1.0), 0.0
+        for ii in range(3):
+            tot = tot + 2.0 * p
+            h = p
+            for tt in range(1, 4):
+                h = 0.5 * h + float(xs[ii, tt]) * s
+            p = p + h
+        return tot
+
+    assert_close(got, torch_grads(ref, _scalar(0.7)))

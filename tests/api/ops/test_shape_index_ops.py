@@ -97,6 +97,18 @@ def test_one_hot_and_index_many() -> None:
     assert_same(got, [F.one_hot(c, 4), x[1, :, 2], x[0:2, 1:3]])
 
 
+def test_slice_many_takes_index_expression_slices() -> None:
+    """accept6b c03: `slice_many([ie.slice_(0, 2), ...])` raised a bare TypeError ('Slice'
+    object is not subscriptable); anything else than a slice or a pair is an ArgumentError."""
+    from tempo.core import index_expr as ie
+    from tempo.core.errors import ArgumentError
+    x = make_input((3, 4, 5), torch.float32, seed=7)
+    got = run_static(lambda a: [a.slice_many([ie.slice_(1, 3), slice(0, 2), ie.slice_(2, 5)])], x)
+    assert_same(got, [x[1:3, 0:2, 2:5]])
+    with pytest.raises(ArgumentError, match="slice_many"):
+        run_static(lambda a: [a.slice_many([3])], x)
+
+
 MATMUL = [((4,), (4,)), ((3, 4), (4,)), ((4,), (4, 5)), ((3, 4), (4, 5)), ((2, 3, 4), (4, 5)),
           ((2, 1, 3, 4), (5, 4, 2)), ((1, 4), (4, 5)), ((3, 4), (4, 1)), ((2, 1, 4), (2, 4, 1))]
 
