@@ -19,18 +19,21 @@ from tempo.core.op_base import Op
 from tempo.core.shape import Shape
 
 
-def _bound_only(e: Any) -> bool:
-    return isinstance(e, IndexExpr) and not e.vars_used()
+def _bound_only(e: Any, bounds: Mapping[Symbol, int]) -> bool:
+    """An expression of bounds only, all of them known: a bound a boolean tensor ends at
+    run time (absent from `bounds`) stays a runtime arg, like a loop variable."""
+    return (isinstance(e, IndexExpr) and not e.vars_used()
+            and all(b in bounds for b in e.bound_symbols_used()))
 
 
 def _resolve(value: Any, bounds: Mapping[Symbol, int]) -> Any:
     """`value` with every bound-only expression in it evaluated (None: nothing to do)."""
-    if _bound_only(value):
+    if _bound_only(value, bounds):
         return int(value.evaluate(bounds))
     if isinstance(value, Shape) and not value.is_static():
         dims = list(value)
-        if any(_bound_only(d) for d in dims):
-            return Shape.from_(tuple(int(d.evaluate(bounds)) if _bound_only(d) else d
+        if any(_bound_only(d, bounds) for d in dims):
+            return Shape.from_(tuple(int(d.evaluate(bounds)) if _bound_only(d, bounds) else d
                                      for d in dims))
     return None
 
