@@ -95,8 +95,8 @@ def _out_of_range(sdg: SDG, op: ops.IndexSelectOp,
         if arr is None or arr.size == 0 or (0 <= arr.min() and arr.max() < n):
             return {}
         v = int(arr.min()) if arr.min() < 0 else int(arr.max())
-        desc = f"the constant indices {np.array2string(arr.reshape(-1)[:8], separator=', ')}"
-        return {tuple(p): (v, n, desc) for p in itertools.product(*(range(s or 0) for s in sizes))}
+        cdesc = f"the constant indices {np.array2string(arr.reshape(-1)[:8], separator=', ')}"
+        return {tuple(p): (v, n, cdesc) for p in itertools.product(*(range(s or 0) for s in sizes))}
     desc = _describe(sdg, idx[0].src.op_id)
     if desc is None:
         return {}
