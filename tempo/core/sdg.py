@@ -303,27 +303,28 @@ class SDG:
             self.block_stores.pop(TensorId(op_id, k), None)
         self.version += 1
 
-    def extend_domain(self, op_id: int, var: Symbol) -> None:
-        """Op `op_id` iterates over `var` too (the inverse of `reduce_domain`: its value may
-        now vary along it); readers over `var` read it at their own point of `var`, and a
-        reader without `var` must be extended first (RewriteError otherwise)."""
-        op = self.ops[op_id]
-        if op.domain.has_dim(var):
-            return
-        dom = op.domain.union(Domain.from_vars([var]))
-        pos = dom.find_variable_index(var)
-        out = [e for e in self.out_edges.get(op_id, [])]
-        for e in out:
-            if e.sink != op_id and not self.ops[e.sink].domain.has_dim(var):
-                raise RewriteError(f"{self.ops[e.sink]!r} reads {op!r} but does not vary "
-                                   f"along {var}")
-        self.ops[op_id] = replace(op, domain=dom)
-        self.changed.add(op_id)
-        for e in out:
-            m = list(e.expr)
-            self.set_input(e, e.src, IndexSequence(tuple(m[:pos]) + (var,) + tuple(m[pos:])))
-        for k in range(op.num_outputs):
-            self.block_stores.pop(TensorId(op_id, k), None)
+    def extend_domain(self, op_ids: Iterable[int], var: Symbol) -> None:
+        """Ops `op_ids` iterate over `var` too (the inverse of `reduce_domain`: their values
+        may now vary along it); their readers read them at their own point of `var`, so a
+        reader without `var` must be in `op_ids` (RewriteError otherwise). All at once:
+        a merge and the value it reads back may both be extended."""
+        grow = [i for i in op_ids if not self.ops[i].domain.has_dim(var)]
+        doms = {i: self.ops[i].domain.union(Domain.from_vars([var])) for i in grow}
+        for i in grow:
+            for e in self.out_edges.get(i, []):
+                if e.sink not in doms and not self.ops[e.sink].domain.has_dim(var):
+                    raise RewriteError(f"{self.ops[e.sink]!r} reads {self.ops[i]!r} but does "
+                                       f"not vary along {var}")
+        for i in grow:
+            op = self.ops[i]
+            pos = doms[i].find_variable_index(var)
+            self.ops[i] = replace(op, domain=doms[i])
+            self.changed.add(i)
+            for e in list(self.out_edges.get(i, [])):
+                m = list(e.expr)
+                self.set_input(e, e.src, IndexSequence(tuple(m[:pos]) + (var,) + tuple(m[pos:])))
+            for k in range(op.num_outputs):
+                self.block_stores.pop(TensorId(i, k), None)
         self.version += 1
 
     def induced_subgraph(self, op_ids: Iterable[int]) -> SDG:

@@ -67,9 +67,7 @@ def spread_ended_bounds(sdg: SDG, stops: Iterable[tuple[TensorId, str]]) -> SDG:
                 continue
             if out is sdg:
                 out = sdg.copy()
-            for op in reversed(out.topological()):  # readers first
-                if op.op_id in grow:
-                    out.extend_domain(op.op_id, v)
+            out.extend_domain(grow, v)
     return out
 
 

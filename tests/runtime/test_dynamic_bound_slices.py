@@ -74,3 +74,24 @@ def test_each_outer_point_uses_its_own_bound(backend: str, on: bool) -> None:
     eps = [[float(tt + ii) for tt in range(ii + 2)] for ii in range(3)]
     np.testing.assert_allclose(got["ret"], [g for xs in eps for g in _dcs(xs, 0.5)], rtol=1e-6)
     np.testing.assert_allclose(got["mean"], [sum(xs) / len(xs) for xs in eps], rtol=1e-6)
+
+
+@pytest.mark.parametrize("backend", ["torch", "numpy"])
+def test_a_placeholder_of_empty_domain_reading_the_bound(backend: str) -> None:
+    """A merge of empty domain defined from an op using T (both take each i's own T) is
+    extended with it (accept6 flags sweep: with enable_algebraic_optimizer=False, c07 kept
+    such a merge and the extension raised RewriteError, readers before writers)."""
+    cfg = dataclasses.replace(config(backend, True), enable_algebraic_optimizer=False)
+    ctx = TempoContext(cfg, dim_names=("i", "t"))
+    (i, I), (t, T) = ctx.variables_and_bounds
+    got: list[float] = []
+    with ctx:
+        x = RT.from_symbol(t).cast(dtypes.float32) + RT.from_symbol(i).cast(dtypes.float32)
+        done = RT.from_symbol(t) >= RT.from_symbol(i) + 1
+        n = RT.placeholder((), dtypes.float32)
+        n[True] = RT.arange(T).cast(dtypes.float32).sum() + 1.0
+        (x[i, 0:T].sum() / n).sink_udf(lambda a: got.extend(_f(a)))
+    ctx.compile({I: 3, T: (8, done)}).execute()
+    eps = [[float(tt + ii) for tt in range(ii + 2)] for ii in range(3)]
+    np.testing.assert_allclose(got, [sum(xs) / (sum(range(len(xs))) + 1) for xs in eps],
+                               rtol=1e-6)
