@@ -70,7 +70,6 @@ def program(cfg):
         counts.append(len(store.get("tok", [])))
     counts.append(len(store.get("tok", [])))
     toks = lambda: np.array([int(np.asarray(x)) for x in store["tok"]])
-    print("COUNTS", counts, file=sys.stderr)
     out = [("tick_streams_one_token_each", np.array(counts[:P + G]), np.arange(1, P + G + 1), 0),
            ("tick_tokens", toks(), hf_gen(hf, prompt[0], G), 0)]
     prompt[0] = [31, 4, 9]
