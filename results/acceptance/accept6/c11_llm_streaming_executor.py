@@ -85,7 +85,7 @@ def program(cfg):
     prof = Prof(cfg, name="c11_run")
     with prof:
         exe.execute()
-    files = [f for root, _, fs in os.walk(cfg.path) for f in fs if "c11_run" in f or root.endswith("c11_run")]
+    files = [f for root, _, fs in os.walk(cfg.path) for f in fs if "c11_run" in os.path.join(root, f)]
     out.append(("profiler_wrote_a_trace", np.array(len(files) > 0), np.array(True), 0))
     out.append(("profiled_tokens", toks(), hf_gen(hf, prompt[0], G), 0))
     store.clear()
