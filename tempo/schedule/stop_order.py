@@ -6,7 +6,12 @@ reads the stop tensor could run at every point up to the maximum before the stop
 the graph where such work also "reads" the stop at the previous point puts each point
 after the test that decides whether it exists; the generated code then skips or bounds
 it (runtime/codegen_endings.py). The reads exist only for the scheduler: the executor runs
-the real graph, whose kernels never see them."""
+the real graph, whose kernels never see them.
+
+Ops that use the ended bound's value (the divisor of `x[0:T].mean()`, `arange(T)`) must
+run after the loop that fixes it, once per point of the stop's other dims (each i of a
+stop over (i, t) has its own T): `spread_ended_bounds` gives them those dims (a real graph
+change) and `with_stop_order` makes them read the whole stop (acceptance accept6 c07/c08)."""
 
 from __future__ import annotations
 
