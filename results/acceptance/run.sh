@@ -8,5 +8,6 @@ S=$1; P=$2; shift 2
 case $P in /*) ;; *) P=$A/$S/$P;; esac
 mkdir -p /tmp/$S
 cd "$A/../.."
-PYTHONPATH="$PWD:$A:$A/$S" .venv/bin/python "$A/$S/harness.py" "$P" "$@" \
+PY=.venv/bin/python; [ -x "$PY" ] || PY=/work/main/.venv/bin/python
+PYTHONPATH="$PWD:$A:$A/$S" $PY "$A/$S/harness.py" "$P" "$@" \
   2>>/tmp/$S/stderr.log | tee -a /tmp/$S/results.jsonl

@@ -30,7 +30,7 @@ from tempo.runtime.backend_registry import backend_for
 from tempo.runtime.codegen_endings import Ending
 from tempo.runtime.executor.executor import PythonExecutor
 from tempo.schedule.scheduler import compute_schedule
-from tempo.schedule.stop_order import with_stop_order
+from tempo.schedule.stop_order import spread_ended_bounds, with_stop_order
 
 PROGRESS_AFTER_S = 2.0
 
@@ -97,6 +97,7 @@ def compile_sdg(
             sdg.keep |= {e.tensor for e in endings}
             for e in endings:  # the stop runs point by point over its tensor's dims
                 sdg.loop_dims |= set(sdg.ops[e.tensor.op_id].domain.variables)
+                sdg.ended_bounds |= {b for b in resolved if b.name == e.bound}
         graph = run_pipeline(sdg, cfg, resolved, timings, progress.done)
         # passes may add dimensions (blocks of incrementalisation or tiling), bound by them
         resolved.update({b: v for b, v in graph.bound_defs.items() if b not in resolved})
@@ -111,7 +112,9 @@ def compile_sdg(
         stored = _collected(graph, cfg)
         progress.start(f"scheduling {len(graph.ops)} ops (isl)")
         t = time.perf_counter()
-        order = with_stop_order(graph, [(e.tensor, e.var) for e in endings])
+        stops = [(e.tensor, e.var) for e in endings]
+        graph = spread_ended_bounds(graph, stops)
+        order = with_stop_order(graph, stops)
         sched = compute_schedule(order, resolved, stored)
         timings.update(sched.timings_ms)
         progress.done("schedule", (time.perf_counter() - t) * 1e3, _isl_note(sched.timings_ms))

@@ -81,8 +81,6 @@ def _out_of_range(sdg: SDG, op: ops.IndexSelectOp,
     idx = [e for e in sdg.in_edges.get(op.op_id, []) if e.sink_in == 1]
     if len(src) != 1 or len(idx) != 1 or idx[0].cond is not None:
         return {}
-    if len(sdg.tensors[idx[0].src].shape) != 0:
-        return {}
     k = op.dim - src[0].expr.num_slices()
     n = sdg.tensors[src[0].src].shape.at(k) if k >= 0 else None
     if not isinstance(n, int):
@@ -91,6 +89,14 @@ def _out_of_range(sdg: SDG, op: ops.IndexSelectOp,
     sizes = [bounds.get(v.as_bound()) for v in dvars]
     if any(s is None for s in sizes) or int(np.prod([s or 1 for s in sizes])) > MAX_POINTS:
         return {}
+    if len(sdg.tensors[idx[0].src].shape) != 0:
+        # a constant array of indices (token ids of an Embedding): the same at every point
+        arr = _const_array(sdg, idx[0].src.op_id)
+        if arr is None or arr.size == 0 or (0 <= arr.min() and arr.max() < n):
+            return {}
+        v = int(arr.min()) if arr.min() < 0 else int(arr.max())
+        cdesc = f"the constant indices {np.array2string(arr.reshape(-1)[:8], separator=', ')}"
+        return {tuple(p): (v, n, cdesc) for p in itertools.product(*(range(s or 0) for s in sizes))}
     desc = _describe(sdg, idx[0].src.op_id)
     if desc is None:
         return {}
@@ -106,6 +112,18 @@ def _out_of_range(sdg: SDG, op: ops.IndexSelectOp,
         if not 0 <= int(v) < n:
             out[tuple(p)] = (int(v), n, desc)
     return out
+
+
+def _const_array(sdg: SDG, op_id: int) -> np.ndarray | None:
+    """The integer array a constant (through casts to integers and idents) holds."""
+    op = sdg.ops[op_id]
+    ins = sdg.in_edges.get(op_id, [])
+    if isinstance(op, ConstOp) and dtypes.is_integer(op.dtype):
+        return np.asarray(op.value)
+    if isinstance(op, ops.CastOp | ops.IdentOp) and len(ins) == 1 and ins[0].is_point() \
+            and dtypes.is_integer(sdg.tensors[ins[0].src].dtype):
+        return _const_array(sdg, ins[0].src.op_id)
+    return None
 
 
 def _read(sdg: SDG, e: Any, values: Mapping[Symbol, int], memo: dict) -> Any:
@@ -190,6 +208,10 @@ def _first_point(s: Any, ndim: int) -> Point:
 def _raise(sdg: SDG, op: ops.IndexSelectOp, bad: tuple[int, int, str], p: Point,
            bounds: Mapping[Symbol, int]) -> None:
     v, n, desc = bad
+    if desc.startswith("the constant indices"):  # no point or bound matters
+        raise ShapeError(f"{naming.op_label(op, sdg.names)} indexes dim {op.dim} of size {n} "
+                         f"with {desc}, which include {v}: indices must lie in 0..{n - 1} "
+                         "(jax would silently give NaN there)", site=op.site)
     at = ", ".join(f"{var} = {c}" for var, c in zip(op.domain.variables, p))
     used = ", ".join(f"{b} = {x}" for b, x in bounds.items())
     raise ShapeError(

@@ -85,6 +85,9 @@ class SDG:
     # Dims that must stay loops: a boolean bound ends them at run time, or they enclose such
     # an end (the stop is decided per point of every dim of its tensor's domain).
     loop_dims: set[Symbol] = field(default_factory=set)
+    # Bounds a boolean tensor ends at run time (API §7.10): bound_defs holds their maximum,
+    # which passes may use for sizes but must not fold into values.
+    ended_bounds: set[Symbol] = field(default_factory=set)
     # Storage choice (compiler pass): tensor -> domain position of its block dimension.
     block_stores: dict[TensorId, int] = field(default_factory=dict)
     # User names (`name=`) of ops' tensors, for error messages (`tempo.core.naming`).
@@ -300,6 +303,30 @@ class SDG:
             self.block_stores.pop(TensorId(op_id, k), None)
         self.version += 1
 
+    def extend_domain(self, op_ids: Iterable[int], var: Symbol) -> None:
+        """Ops `op_ids` iterate over `var` too (the inverse of `reduce_domain`: their values
+        may now vary along it); their readers read them at their own point of `var`, so a
+        reader without `var` must be in `op_ids` (RewriteError otherwise). All at once:
+        a merge and the value it reads back may both be extended."""
+        grow = [i for i in op_ids if not self.ops[i].domain.has_dim(var)]
+        doms = {i: self.ops[i].domain.union(Domain.from_vars([var])) for i in grow}
+        for i in grow:
+            for e in self.out_edges.get(i, []):
+                if e.sink not in doms and not self.ops[e.sink].domain.has_dim(var):
+                    raise RewriteError(f"{self.ops[e.sink]!r} reads {self.ops[i]!r} but does "
+                                       f"not vary along {var}")
+        for i in grow:
+            op = self.ops[i]
+            pos = doms[i].find_variable_index(var)
+            self.ops[i] = replace(op, domain=doms[i])
+            self.changed.add(i)
+            for e in list(self.out_edges.get(i, [])):
+                m = list(e.expr)
+                self.set_input(e, e.src, IndexSequence(tuple(m[:pos]) + (var,) + tuple(m[pos:])))
+            for k in range(op.num_outputs):
+                self.block_stores.pop(TensorId(i, k), None)
+        self.version += 1
+
     def induced_subgraph(self, op_ids: Iterable[int]) -> SDG:
         """A copy holding only `op_ids` and the edges between them (reads of other ops are
         cut), e.g. the part of a program left to schedule after a prologue."""
@@ -372,6 +399,7 @@ class SDG:
         new.bound_defs = dict(self.bound_defs)
         new.keep = set(self.keep)
         new.loop_dims = set(self.loop_dims)
+        new.ended_bounds = set(self.ended_bounds)
         new.block_stores = dict(self.block_stores)
         new.changed = set(self.changed)
         new.names = dict(self.names)

@@ -1,10 +1,13 @@
 """Where a stepping run (`Executor.tick()`, API §7.10) stops: after each iteration of a
-top-level loop of the schedule that runs a user function (a sink, a source, a map UDF or
-a barrier), and once more for ops after the last such loop. Top-level loops that run only
-Tempo's own ops (a symbol's values hoisted into a loop of their own, a batch computed for
-every point of a vectorised outer dimension before the loop that sinks it) do not stop:
-they run inside the next step, so each tick shows the user progress. Without any loop
-that runs a user function, every top-level loop that runs ops steps."""
+top-level loop of the schedule that hands the user something (a sink or a barrier), and
+once more for ops after the last such loop. Top-level loops that run only Tempo's own ops
+(a symbol's values hoisted into a loop of their own, a batch computed for every point of a
+vectorised outer dimension before the loop that sinks it) or only read user data (a
+prompt's source hoisted before the decoding loop, weights loaded per layer: accept6 c11,
+where 9 of 17 ticks of a generation delivered no token) do not stop: they run inside the
+next step, so each tick shows the user progress. Without a loop that sinks, loops that run
+another user function (a source, a map UDF) step; without those, every top-level loop that
+runs ops steps."""
 
 from __future__ import annotations
 
@@ -14,6 +17,7 @@ from tempo.core import ops
 from tempo.core.sdg import SDG
 from tempo.schedule.tree import Exec, If, Loop, Node, Seq, While
 
+_SEEN = (ops.SinkUDFOp, ops.BarrierOp)
 _USER = (ops.SinkUDFOp, ops.MapUDFOp, ops.UDFSourceOp, ops.BarrierOp)
 
 
@@ -35,8 +39,11 @@ def step_loops(sdg: SDG, tree: Node) -> set[int]:
     """The ids of the top-level loops whose iterations are steps."""
     top = _top(tree)
     loops = [c for c in top if isinstance(c, Loop) and runs_ops(c.body)]
-    user = [c for c in loops if runs_ops(c.body, lambda e: _is_user(sdg, e))]
-    return {id(c) for c in (user or loops)}
+    for kinds in (_SEEN, _USER):
+        user = [c for c in loops if runs_ops(c.body, _user_of(sdg, kinds))]
+        if user:
+            return {id(c) for c in user}
+    return {id(c) for c in loops}
 
 
 def needs_last_step(tree: Node, steps: set[int]) -> bool:
@@ -54,8 +61,12 @@ def _top(tree: Node) -> list[Node]:
     return [n for c in tree.children for n in _top(c)]
 
 
-def _is_user(sdg: SDG, e: Exec) -> bool:
+def _user_of(sdg: SDG, kinds: tuple[type, ...]) -> Callable[[Exec], bool]:
+    return lambda e: _is_user(sdg, e, kinds)
+
+
+def _is_user(sdg: SDG, e: Exec, kinds: tuple[type, ...]) -> bool:
     op = sdg.ops.get(e.op_id)
     if isinstance(op, ops.RegionOp):
-        return any(isinstance(m, _USER) for m in op.body)
-    return isinstance(op, _USER)
+        return any(isinstance(m, kinds) for m in op.body)
+    return isinstance(op, kinds)

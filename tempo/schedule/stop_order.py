@@ -6,14 +6,74 @@ reads the stop tensor could run at every point up to the maximum before the stop
 the graph where such work also "reads" the stop at the previous point puts each point
 after the test that decides whether it exists; the generated code then skips or bounds
 it (runtime/codegen_endings.py). The reads exist only for the scheduler: the executor runs
-the real graph, whose kernels never see them."""
+the real graph, whose kernels never see them.
+
+Ops that use the ended bound's value (the divisor of `x[0:T].mean()`, `arange(T)`) must
+run after the loop that fixes it, once per point of the stop's other dims (each i of a
+stop over (i, t) has its own T): `spread_ended_bounds` gives them those dims (a real graph
+change) and `with_stop_order` makes them read the whole stop (acceptance accept6 c07/c08)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
 from tempo.core import index_expr as ie
+from tempo.core.op_base import Op
 from tempo.core.sdg import SDG, Edge, TensorId
+
+
+def _same_point_ancestors(sdg: SDG, op_id: int, names: set[str]) -> set[int]:
+    """The ops `op_id` reads at its own point of the dims `names` (an optimizer step reads
+    the previous iteration's loss: not at its own point), directly or not."""
+    seen, todo = {op_id}, [op_id]
+    while todo:
+        for e in sdg.in_edges[todo.pop()]:
+            src = sdg.ops[e.src.op_id].domain.variables
+            same = all(v.name not in names or (isinstance(m, ie.Symbol) and m.name == v.name)
+                       for v, m in zip(src, e.expr))
+            if same and e.src.op_id not in seen:
+                seen.add(e.src.op_id)
+                todo.append(e.src.op_id)
+    return seen
+
+
+def uses_bound(op: Op, bound: str) -> bool:
+    """Whether the op's kernel takes the value of bound `bound` (an eval_symbol of T, a
+    shape (T,) of a creation or reshape): an ended bound's value is known at run time only."""
+    return any(not isinstance(e, int) and any(b.name == bound for b in e.bound_symbols_used())
+               for e in op.runtime_exprs())
+
+
+def _stop_dims(sdg: SDG, stop: TensorId, var: str) -> tuple[list[ie.Symbol], ie.Symbol]:
+    dims = list(sdg.ops[stop.op_id].domain.variables)
+    return [v for v in dims if v.name != var], next(v for v in dims if v.name == var)
+
+
+def spread_ended_bounds(sdg: SDG, stops: Iterable[tuple[TensorId, str]]) -> SDG:
+    """A copy of `sdg` where every op using an ended bound (`x[0:T].mean()`'s T, the
+    arange(T) of a discounted sum) varies along the stop tensor's other dims, as that bound
+    does (`{T: done}` with done over (i, t): each i has its own T); readers without such a
+    dim get it too. `sdg` itself when nothing needs it."""
+    out = sdg
+    for stop, var in stops:
+        outer, tvar = _stop_dims(sdg, stop, var)
+        bound = tvar.as_bound().name
+        users = [i for i, op in out.ops.items() if uses_bound(op, bound)]
+        for v in outer:
+            grow: set[int] = set()
+            todo = [i for i in users if not out.ops[i].domain.has_dim(v)]
+            while todo:
+                x = todo.pop()
+                if x not in grow:
+                    grow.add(x)
+                    todo += [e.sink for e in out.out_edges.get(x, [])
+                             if not out.ops[e.sink].domain.has_dim(v)]
+            if not grow:
+                continue
+            if out is sdg:
+                out = sdg.copy()
+            out.extend_domain(grow, v)
+    return out
 
 
 def _ancestors(sdg: SDG, op_id: int) -> set[int]:
@@ -28,7 +88,8 @@ def _ancestors(sdg: SDG, op_id: int) -> set[int]:
 
 
 def _reads_bound(sdg: SDG, op_id: int, bound: str) -> bool:
-    """Whether an index expression or condition of a read of `op_id` uses `bound`."""
+    """Whether an index expression or condition of a read of `op_id` uses `bound` (an op
+    outside the ended dim reading `x[T - 1]`)."""
     for e in sdg.in_edges[op_id]:
         parts = [*e.expr, e.cond] if e.cond is not None else list(e.expr)
         if any(getattr(b, "name", None) == bound for p in parts
@@ -39,36 +100,35 @@ def _reads_bound(sdg: SDG, op_id: int, bound: str) -> bool:
 
 def with_stop_order(sdg: SDG, stops: Iterable[tuple[TensorId, str]]) -> SDG:
     """A copy of `sdg` where every op over all of a stop tensor's dimensions that the stop
-    does not need reads the stop at the previous point of the ended dimension `var`
-    (`sdg` itself when there is nothing to add)."""
+    does not need reads the stop at the previous point of the ended dimension `var`, and
+    every op outside `var` using its bound (in its kernel or in a read) reads all of the
+    stop, 0:T, at its own point of the other dims (it takes T's final value) (`sdg` itself
+    when there is nothing to add)."""
     adds: list[Edge] = []
     for stop, var in stops:
         sop = sdg.ops[stop.op_id]
         names = [v.name for v in sop.domain.variables]
         needed = _ancestors(sdg, stop.op_id)
-        bound = next(v for v in sop.domain.variables if v.name == var).as_bound()
+        outer, tvar = _stop_dims(sdg, stop, var)
+        here = _same_point_ancestors(sdg, stop.op_id, {v.name for v in outer})
         for op in sdg.ops.values():
-            if op.op_id in needed:
-                continue
             mine = {v.name: v for v in op.domain.variables}
-            if var not in mine and set(names) - {var} <= set(mine) and (
-                    _reads_bound(sdg, op.op_id, bound.name)
-                    or any(b.name == bound.name for x in op.runtime_exprs()
-                           for b in x.bound_symbols_used())):
-                # made from T itself (a fill of shape (T + 1,)): after the stop ran last
-                last = [bound - 1 if n == var else mine[n] for n in names]
+            bname = tvar.as_bound().name
+            if (op.op_id not in here and var not in mine and all(v.name in mine for v in outer)
+                    and (uses_bound(op, bname) or _reads_bound(sdg, op.op_id, bname))):
+                whole = [ie.slice_(0, tvar.as_bound()) if n == var else mine[n] for n in names]
                 adds.append(Edge(op.op_id, len(sdg.in_edges[op.op_id]), stop,
-                                 ie.lift_to_ie_seq(last), None))
+                                 ie.lift_to_ie_seq(whole), None))
                 continue
-            if var not in mine or not set(names) <= set(mine):
+            if op.op_id in needed or var not in mine or not set(names) <= set(mine):
                 continue
             at = [mine[n] - 1 if n == var else mine[n] for n in names]
             adds.append(Edge(op.op_id, len(sdg.in_edges[op.op_id]), stop,
                              ie.lift_to_ie_seq(at), mine[var] > 0))
-            if _reads_bound(sdg, op.op_id, mine[var].as_bound().name):
+            if _reads_bound(sdg, op.op_id, bname):
                 # `x[min(t + 1, T - 1)]`: T is the real end only once the stop ran at
                 # every point, so such an op runs after the loop that ends the dimension
-                last = [mine[n].as_bound() - 1 if n == var else mine[n] for n in names]
+                last = [tvar.as_bound() - 1 if n == var else mine[n] for n in names]
                 adds.append(Edge(op.op_id, len(sdg.in_edges[op.op_id]), stop,
                                  ie.lift_to_ie_seq(last), None))
     if not adds:

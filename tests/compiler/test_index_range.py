@@ -130,3 +130,25 @@ def test_negative_index_does_not_wrap(backend: str, vec: bool) -> None:
         return RT.const(rows).index(0, ie.max(t - 1, 0)) * 2.0
 
     np.testing.assert_allclose(_run(backend, vec, clamped), [2.0, 2.0, 4.0, 6.0, 8.0])
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_constant_ids_past_the_table_raise(backend: str) -> None:
+    """accept6 m16: an Embedding given constant ids [1, 7] of a 4-row table. torch and numpy
+    failed at run time; jax returned a NaN row for id 7 without a word."""
+    from tempo.api.nn import Embedding
+    from tempo.core.dtype import dtypes
+
+    table = np.arange(12, dtype=np.float32).reshape(4, 3)
+
+    def build(ids: list[int]) -> Callable[[Any, Any], RT]:
+        def f(t: Any, T: Any) -> RT:
+            emb = Embedding(4, 3, w_init_fun=lambda shape, dtype, domain: RT.const(table))
+            return emb(RT.const(np.array(ids), dtype=dtypes.int64)) * RT.from_symbol(t)
+        return f
+
+    with pytest.raises(ShapeError, match=r"constant indices \[1, 7\].*0\.\.3") as info:
+        _run(backend, True, build([1, 7]), n=2)
+    assert "test_index_range.py" in str(info.value)
+    got = _run(backend, True, build([3, 0, 3]), n=2)  # in range: values as numpy
+    np.testing.assert_allclose(got, table[[3, 0, 3]][None] * np.arange(2)[:, None, None])

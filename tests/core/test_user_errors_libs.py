@@ -294,6 +294,42 @@ def sum_over_dims_given_as_a_string(cfg: ExecutionConfig) -> None:
         x.sum(dims="0")  # MISTAKE
 
 
+def sgd_given_a_learning_rate_schedule_tensor(cfg: ExecutionConfig) -> None:
+    """accept6 m01: was 'a RecurrentTensor has no truth value' (true, but not the point)."""
+    from tempo.api.nn import Linear
+    from tempo.api.optim.optim import SGD
+
+    ctx, i, I = ctx1(cfg, "i")  # noqa: E741
+    with ctx:
+        layer = Linear(3, 1, domain=(i,))
+        layer(RT.ones((3,))).sum().backward()
+        SGD(layer.parameters, lr=0.1 * 0.9 ** RT.from_symbol(i)).step()  # MISTAKE
+
+
+def replay_sampled_with_no_token(cfg: ExecutionConfig) -> None:
+    """accept6 m04: the empty-buffer error (raised at run time) named no line."""
+    from tempo.api.rl.replay_buffer.replay_buffer import ReplayBuffer
+
+    ctx = TempoContext(cfg, dim_names=("i", "t"))
+    (i, I), (t, T) = ctx.variables_and_bounds  # noqa: E741
+    with ctx:
+        buf = ReplayBuffer.make(10, [()], [dtypes.float32])
+        buf.insert((RT.random(domain=(i, t)),))
+        (s,) = buf.sample((i,))  # MISTAKE
+        s.sink_udf(lambda v: None)
+    ctx.compile({I: 2, T: 3}).execute()
+
+
+def attention_window_of_zero_tokens(cfg: ExecutionConfig) -> None:
+    """accept6 m20: a window of 0 attended to nothing (no error, a NaN or 0 output)."""
+    from tempo.api.nn.multihead_attention import MultiHeadAttention
+
+    ctx, t, T = ctx1(cfg)
+    with ctx:
+        x = RT.random((8,), domain=(t,))
+        MultiHeadAttention(8, 2, t).windowed_forward(x, 0)  # MISTAKE
+
+
 CASES: list[tuple[Callable[[ExecutionConfig], None], type[Exception], tuple[str, ...]]] = [
     (backward_when_nothing_requires_grad, GradientError,
      ("loss = (w * 2.0).sum()", "requires_grad=True")),
@@ -329,6 +365,10 @@ CASES: list[tuple[Callable[[ExecutionConfig], None], type[Exception], tuple[str,
     (reading_a_point_with_too_few_indices, errors.TempoError, ("(0,)", "(b, t)",
                                                                "x = RT.from_symbol(t)")),
     (sum_over_dims_given_as_a_string, errors.ShapeError, ("'0'",)),
+    (sgd_given_a_learning_rate_schedule_tensor, errors.ArgumentError,
+     ("lr must be a Python number", "RecurrentTensor")),
+    (replay_sampled_with_no_token, errors.TempoError, ("empty replay buffer", "token=")),
+    (attention_window_of_zero_tokens, errors.ArgumentError, ("window_size=0",)),
 ]
 
 

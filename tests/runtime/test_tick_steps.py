@@ -101,3 +101,37 @@ def test_a_barrier_is_no_step_of_its_own(backend: str) -> None:
     exe.reset()
     exe.execute_until_barrier("mid")
     assert log == ["x0", "x1", "x2"]
+
+
+def _backend_scalar(backend: str, v: float) -> object:
+    if backend == "torch":
+        import torch
+
+        return torch.tensor(v)
+    if backend == "jax":
+        import jax.numpy as jnp
+
+        return jnp.asarray(v, dtype=jnp.float32)
+    return np.float32(v)
+
+
+@pytest.mark.parametrize(("backend", "on"), CONFIGS)
+def test_a_loop_that_only_reads_user_data_is_no_step(backend: str, on: bool) -> None:
+    """Weights read per layer by a source (as Llama's loader does) run in a loop of their
+    own before the loop that sinks (accept6 c11: a streamed generation gave 9 empty ticks
+    first, one per layer and per prompt token). Each tick must fire one sink."""
+    ctx = TempoContext(config(backend, on), dim_names=("t",))
+    ((t, T),) = ctx.variables_and_bounds
+    log: list[float] = []
+    with ctx:
+        layer, L = ctx.new_perm_var(3)
+        w = RT.source_with_ts_udf(lambda ts: _backend_scalar(backend, float(ts[layer] + 1)), (),
+                                  dtypes.float32, domain=(layer,))
+        x = w[0:L].sum() * RT.from_symbol(t).cast(dtypes.float32)
+        x.sink_udf(lambda v: log.append(float(np.asarray(v))))
+    exe = ctx.compile({T: T_})
+    seen = []
+    while exe.tick():
+        seen.append(len(log))
+    assert seen[:T_] == list(range(1, T_ + 1)), seen
+    assert log == [6.0 * k for k in range(T_)]  # 1 + 2 + 3 per step

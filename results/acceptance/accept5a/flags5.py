@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses, importlib.util, json, sys, tempfile, time, traceback, warnings
 import numpy as np
 
-sys.path.insert(0, __file__.rsplit("/", 1)[0])
+sys.path.insert(0, __file__.rsplit("/", 2)[0])  # the shared ../harness.py
 from harness import to_np  # noqa: E402
 
 KNOBS = {

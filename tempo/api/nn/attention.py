@@ -16,7 +16,7 @@ from tempo.core import index_expr as ie
 from tempo.core import naming
 from tempo.core.domain import DomainLike
 from tempo.core.dtype import DataTypeLike
-from tempo.core.errors import ShapeError, TempoError, user_site
+from tempo.core.errors import ArgumentError, ShapeError, TempoError, user_site
 
 if TYPE_CHECKING:
     from tempo.api.recurrent_tensor import RecurrentTensor
@@ -125,4 +125,8 @@ class MultiHeadAttention(Module):
 
     def windowed_forward(self, x: Any, window_size: int) -> RecurrentTensor:
         t = self.seq_len
+        if isinstance(window_size, bool) or not isinstance(window_size, int) or window_size < 1:
+            raise ArgumentError(f"windowed_forward needs a window of at least 1 token (the "
+                                f"query's own), got window_size={window_size!r}",
+                                site=user_site())
         return self.forward(x, ie.slice_(ie.max(0, t - window_size + 1), t + 1))

@@ -4,6 +4,7 @@ accumulation domain from the previous point's value and gradient (API §6.2)."""
 from __future__ import annotations
 
 import abc
+import numbers
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -50,6 +51,11 @@ def _as(x: Any, dtype: Any) -> Any:
 
 def _check_range(name: str, value: float, low: float, high: float | None = None) -> None:
     """torch.optim's argument checks: `low <= value` (and `value < high`)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ArgumentError(f"{name} must be a Python number, got {type(value).__name__}"
+                            + (" (a schedule over iterations is not an optimizer argument: "
+                               "write the update yourself, p[i + 1] = p - lr_i * p.grad)"
+                               if hasattr(value, "tensor_id") else ""), site=user_site())
     if value < low or (high is not None and value >= high):
         want = f">= {low}" if high is None else f"in [{low}, {high})"
         raise ArgumentError(f"invalid {name}={value}: it must be {want}", site=user_site())

@@ -108,8 +108,9 @@ def _fold(sdg: SDG, op: ops.Op) -> None:
 def _evaluate(sdg: SDG, op: ops.Op, dt: DataType) -> np.ndarray | None:
     if isinstance(op, ops.EvalSymbolOp):
         sym = op.symbol
-        if sym.vars_used() or not sym.bound_symbols_used() <= set(sdg.bound_defs):
-            return None
+        used = sym.bound_symbols_used()
+        if sym.vars_used() or not used <= set(sdg.bound_defs) or used & sdg.ended_bounds:
+            return None  # (an ended bound's value is known at run time only)
         return np.array(sym.evaluate(sdg.bound_defs))
     folder = FOLDERS.get(type(op))
     edges = sdg.in_edges[op.op_id]

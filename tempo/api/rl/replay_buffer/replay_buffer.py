@@ -105,23 +105,24 @@ class ReplayBuffer:
         dom = Domain.from_(domain, none_is_empty=True)
         n = None if num_samples is None else int(num_samples)
         idx_shape = Shape.from_(() if n is None else (n,))
+        site = user_site()  # an empty buffer is found at run time: name this line then
         if token is None:
-            idx = RecurrentTensor.source_with_ts_udf(lambda ts: self._draw(n), idx_shape,
+            idx = RecurrentTensor.source_with_ts_udf(lambda ts: self._draw(n, site), idx_shape,
                                                      dtypes.int64, domain=dom)
         else:
             idx = record1(ops.MapUDFOp, [RecurrentTensor.lift(token)], domain=dom,
-                          fn=lambda _tok, ts: self._draw(n), shape=idx_shape,
+                          fn=lambda _tok, ts: self._draw(n, site), shape=idx_shape,
                           dtype=dtypes.int64, with_ts=True)
         outs = []
         for k, (s, d) in enumerate(zip(self.item_shapes, self.item_dtypes)):
             outs.append(idx.map_udf(self._getter(k), shape=(*tuple(idx_shape), *s), dtype=d))
         return outs
 
-    def _draw(self, n: int | None) -> np.ndarray:
+    def _draw(self, n: int | None, site: str = "") -> np.ndarray:
         size = len(self.storage)
         if size == 0:
             raise TempoError("sampling from an empty replay buffer: pass token=... from insert "
-                             "so sampling runs after the insertions it needs")
+                             "so sampling runs after the insertions it needs", site=site)
         if self._rng is None:
             self._rng = np.random.default_rng(self.seed)
         return self._rng.integers(0, size, size=() if n is None else (n,), dtype=np.int64)
