@@ -99,7 +99,7 @@ def compute_schedule(
         raise cycle_error(rest, same_point_cycle(rest, an))
     t3 = time.perf_counter()
     build = isl.AstBuild.from_context(prog.context)
-    ast = build.node_from_schedule(sched)
+    ast = build.node_from_schedule(flattened(sched, prog.context))
     tree: Node = ast_to_tree(ast, prog)
     if prologue:
         tree = Seq([*(Exec(op_id, ()) for op_id in prologue), tree, *epilogue])
@@ -111,6 +111,23 @@ def compute_schedule(
         "isl_ast": (t4 - t3) * 1e3,
     }
     return Schedule(tree, prog, timings)
+
+
+def flattened(sched: isl.Schedule, context: isl.Set) -> isl.Schedule:
+    """The schedule as one band of its flat map (every statement's full time vector).
+
+    isl's AST generator, given the scheduler's tree itself, can order two statements of
+    one band against the tree's own map: in c13 (PPO epochs) a statement placed at
+    `2 + 43i` in an inner band of a sequence child was emitted before a statement at 44 for
+    i = 1 (a read of a point not yet made). The flat map respects every validity
+    dependence, and the AST generated from it follows it."""
+    flat = sched.get_map().intersect_params(context)
+    dom = sched.get_domain().intersect_params(context)
+    try:
+        return isl.Schedule.from_domain(dom).insert_partial_schedule(
+            isl.MultiUnionPwAff.from_union_map(flat))
+    except isl.Error:  # no band at all (a single statement): the tree is already flat
+        return sched
 
 
 def unused_placeholders(sdg: SDG) -> list[int]:
