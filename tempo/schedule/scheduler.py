@@ -114,19 +114,24 @@ def compute_schedule(
 
 
 def flattened(sched: isl.Schedule, context: isl.Set) -> isl.Schedule:
-    """The schedule as one band of its flat map (every statement's full time vector).
+    """The schedule as one band of its flat map, every member's loops `separate`.
 
-    isl's AST generator, given the scheduler's tree itself, can order two statements of
-    one band against the tree's own map: in c13 (PPO epochs) a statement placed at
-    `2 + 43i` in an inner band of a sequence child was emitted before a statement at 44 for
-    i = 1 (a read of a point not yet made). The flat map respects every validity
-    dependence, and the AST generated from it follows it."""
+    isl's AST generator emitted, with its default loop type, two statements of one
+    schedule dimension in a fixed order although their order there depends on an outer
+    loop's value (accept6 c13, PPO with epochs: `S1(1, c0 - 1)` at `63 - 32 c0` after
+    `S32(c0 - 1, 1)` at 0, so for c0 = 2 a point was read before it was made), both from
+    the scheduler's tree and from its flat map; the flat map itself respects every
+    validity dependence. Separated loops give each piece of the iteration space its own
+    code, in which such an order is fixed."""
     flat = sched.get_map().intersect_params(context)
     dom = sched.get_domain().intersect_params(context)
     try:
-        return isl.Schedule.from_domain(dom).insert_partial_schedule(
-            isl.MultiUnionPwAff.from_union_map(flat))
-    except isl.Error:  # no band at all (a single statement): the tree is already flat
+        band = isl.Schedule.from_domain(dom).insert_partial_schedule(
+            isl.MultiUnionPwAff.from_union_map(flat)).get_root().child(0)
+        for k in range(band.band_n_member()):
+            band = band.band_member_set_ast_loop_type(k, isl.ast_loop_type.separate)
+        return band.get_schedule()
+    except isl.Error:  # no band at all (a single statement): nothing to order
         return sched
 
 
