@@ -5,7 +5,7 @@ the rollout's ops over (i)) the program goes to isl's scheduler, and isl's AST g
 given the scheduler's schedule *tree*, emitted the batch read (reshape of act, `A = ...`)
 before the sample op it reads for i = 1, against the tree's own flat map (which respects
 every dependence): `BackendError ... reshape lp = ...: (1,)` (a KeyError). Fixed by generating
-the AST from the flat map (tempo/schedule/scheduler.py `flattened`).
+the AST from the flat map with separated loops (tempo/schedule/scheduler.py `flattened`).
 usage: PYTHONPATH=. python results/acceptance/accept6/repros/c13_min.py [torch|numpy|jax] [novec]
 Expected (torch): losses [[-1, -1.0168822], [-1, -1.033908]], the same with novec."""
 import sys
