@@ -1,7 +1,8 @@
 """isl's AST generator, given the scheduler's schedule tree, could emit a statement before
 one it reads although the tree's flat map orders them right (accept6 c13, PPO with epochs:
 the update's batch read `act[i, 0:B, 0:T]` ran before the vectorised sample for i = 1, a
-KeyError at run time). The scheduler now generates the AST from the flat map with separated loops. Checked
+KeyError at run time). The scheduler now generates the AST from the flat map with
+separated loops. Checked
 against a torch replay of the same rollouts (Adam, epochs over the recorded batch)."""
 import numpy as np
 import pytest
