@@ -31,7 +31,8 @@ def _uptime() -> str:
     return os.popen("uptime").read().strip()
 
 
-def curve(batch: int, seq_len: int, us: list[int], reps: int) -> dict[int, list[float]]:
+def curve(batch: int, seq_len: int, us: list[int], reps: int,
+          backend: str = "torch") -> dict[int, list[float]]:
     """ms/token of every repeat per U, all U of this batch interleaved."""
     cfg = dict(MODEL, seq_len=seq_len, attn="causal", window=128, batch=batch)
     c = Gpt2CoreConfig.from_dict(cfg)
@@ -40,7 +41,8 @@ def curve(batch: int, seq_len: int, us: list[int], reps: int) -> dict[int, list[
         np.float32)
     decs = {}
     for u in us:
-        d = TempoGpt2Decoder(dict(cfg, block=u), DeviceMemoryAccountant(), weights=w, x0=x0)
+        d = TempoGpt2Decoder(dict(cfg, block=u), DeviceMemoryAccountant(), weights=w, x0=x0,
+                             backend=backend)
         d.compile()
         d.run()  # warm-up: regions' first calls
         decs[u] = d
@@ -72,7 +74,7 @@ def _plot(res: dict[int, dict[int, list[float]]], seq_len: int, path: Path) -> N
         ax.set_xscale("log", base=2)
         ax.set_xlabel("U (points per block)")
         ax.set_ylabel("ms/token")
-        ax.set_title(f"Tempo causal, T={seq_len}, batch {b}")
+        ax.set_title(f"Tempo causal, T={seq_len}, batch {b}")  # (backend: the file name)
         ax.legend(fontsize=7)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -86,20 +88,24 @@ def main() -> None:
     ap.add_argument("--batches", default="1,16")
     ap.add_argument("--us", default="16,32,64,128,256,512,1024")
     ap.add_argument("--reps", type=int, default=3, help="interleaved rounds (>= 3)")
+    ap.add_argument("--backend", default="torch", choices=("torch", "numpy"),
+                    help="numpy keeps a dispatch per block; torch reads a causal history "
+                         "as one view")
     ap.add_argument("--out", default="results/gpt2")
     args = ap.parse_args()
     torch.set_num_threads(1)
     us = [int(u) for u in args.us.split(",")]
     res: dict[int, dict[int, list[float]]] = {}
-    lines = [f"# E2 U-curve, Tempo causal GPT-2 core (4 layers, d 128), T={args.t}, "
+    lines = [f"# E2 U-curve, Tempo {args.backend} causal GPT-2 core (4 layers, d 128), T={args.t}, "
              f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}", "",
              f"`python -m tempo.bench.u_curve --t {args.t} --batches {args.batches} --us "
-             f"{args.us} --reps {args.reps}`: one torch thread, every U of a batch compiled "
-             "in one process, decodes interleaved round by round (order rotating); ms/token.",
+             f"{args.us} --reps {args.reps} --backend {args.backend}`: one torch thread, "
+             "every U of a batch compiled in one process, decodes interleaved round by "
+             "round (order rotating); ms/token.",
              ""]
     for b in (int(x) for x in args.batches.split(",")):
         before = _uptime()
-        res[b] = curve(b, args.t, us, args.reps)
+        res[b] = curve(b, args.t, us, args.reps, args.backend)
         best = min(us, key=lambda u: min(res[b][u]))
         lo = min(res[b][best])
         lines += [f"## batch {b}", "", f"load before: `{before}`", f"load after: `{_uptime()}`",
@@ -110,9 +116,10 @@ def main() -> None:
         print("\n".join(lines[-len(us) - 4:]), flush=True)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "u_curve.md").write_text("\n".join(lines) + "\n")
-    _plot(res, args.t, out / "u_curve.png")
-    print(f"wrote {out / 'u_curve.md'} and {out / 'u_curve.png'}", flush=True)
+    stem = "u_curve" if args.backend == "torch" else f"u_curve_{args.backend}"
+    (out / f"{stem}.md").write_text("\n".join(lines) + "\n")
+    _plot(res, args.t, out / f"{stem}.png")
+    print(f"wrote {out / stem}.md and {out / stem}.png", flush=True)
 
 
 if __name__ == "__main__":

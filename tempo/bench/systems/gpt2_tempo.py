@@ -84,6 +84,13 @@ def make_tempo(cfg: dict[str, Any], acct: DeviceMemoryAccountant) -> TempoGpt2De
     return TempoGpt2Decoder(cfg, acct)
 
 
+def make_tempo_numpy(cfg: dict[str, Any], acct: DeviceMemoryAccountant) -> TempoGpt2Decoder:
+    """`temponumpy` system of E2: the same program on numpy, whose tiled attention still
+    pays a dispatch per block (torch's joined block stores read a causal history as one
+    view, so its TPT is nearly flat in U: results/gpt2/u_curve.md)."""
+    return TempoGpt2Decoder(cfg, acct, backend="numpy")
+
+
 def make_tempo_jax(cfg: dict[str, Any], acct: DeviceMemoryAccountant) -> TempoGpt2Decoder:
     """`tempojax` system of E1: the same program on the jax backend (attention tiled into
     static blocks, so its first run compiles each kernel once, not once per step)."""

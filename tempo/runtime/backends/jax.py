@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any, ClassVar
 
 import jax
@@ -76,6 +77,9 @@ class JaxBackend:
     def sync(self) -> None:
         jax.effects_barrier()
         jax.device_put(0, self.device).block_until_ready()
+
+    def running(self) -> AbstractContextManager[None]:
+        return nullcontext()  # (its own thread pools size themselves)
 
     @staticmethod
     def move_to_front(x: Any, axis: int) -> jax.Array:

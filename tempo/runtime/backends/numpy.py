@@ -18,6 +18,7 @@ what torch does on the CPU (bfloat16 products accumulate in float32).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from typing import Any, ClassVar
 
 import numpy as np
@@ -26,6 +27,7 @@ from tempo.core import ops
 from tempo.core.dtype import DataType
 from tempo.runtime.backend_registry import DLBackend
 from tempo.runtime.backends import common as c
+from tempo.runtime.backends.blas_threads import blas_on_one_thread
 from tempo.runtime.backends.devices import place
 from tempo.runtime.backends.protocol import Kernel
 from tempo.runtime.host_arrays import BF16, host_to_torch, torch_to_host
@@ -100,6 +102,9 @@ class NumpyBackend:
 
     def sync(self) -> None:
         """NumPy is synchronous."""
+
+    def running(self) -> AbstractContextManager[None]:
+        return blas_on_one_thread()
 
     @staticmethod
     def move_to_front(x: np.ndarray, axis: int) -> np.ndarray:

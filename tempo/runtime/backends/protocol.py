@@ -10,6 +10,7 @@ class, as in the original); everything tied to a device or a seed is per instanc
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
@@ -73,6 +74,10 @@ class Backend(Protocol):
 
     def sync(self) -> None:
         """Wait for queued device work (timings)."""
+        ...
+
+    def running(self) -> AbstractContextManager[None]:
+        """The scope every step of a program runs in (numpy: BLAS on one thread)."""
         ...
 
     @staticmethod

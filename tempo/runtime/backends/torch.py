@@ -4,6 +4,7 @@ each primitive's other rules (`tempo.prims`, `tempo.runtime.kernel_registry`).""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any, ClassVar
 
 import numpy as np
@@ -77,6 +78,9 @@ class TorchBackend:
     def sync(self) -> None:
         if self.device.type == "cuda":
             torch.cuda.synchronize()
+
+    def running(self) -> AbstractContextManager[None]:
+        return nullcontext()  # (its own thread pools size themselves)
 
     @staticmethod
     def move_to_front(x: torch.Tensor, axis: int) -> torch.Tensor:
