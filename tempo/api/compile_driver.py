@@ -30,7 +30,7 @@ from tempo.runtime.backend_registry import backend_for
 from tempo.runtime.codegen_endings import Ending
 from tempo.runtime.executor.executor import PythonExecutor
 from tempo.schedule.scheduler import compute_schedule
-from tempo.schedule.stop_order import spread_ended_bounds, with_stop_order
+from tempo.schedule.stop_order import check_ragged_reads, spread_ended_bounds, with_stop_order
 
 PROGRESS_AFTER_S = 2.0
 
@@ -114,6 +114,7 @@ def compile_sdg(
         t = time.perf_counter()
         stops = [(e.tensor, e.var) for e in endings]
         graph = spread_ended_bounds(graph, stops)
+        check_ragged_reads(graph, stops)
         order = with_stop_order(graph, stops)
         sched = compute_schedule(order, resolved, stored)
         timings.update(sched.timings_ms)

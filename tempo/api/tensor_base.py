@@ -199,6 +199,10 @@ def record(
     if ctx.last_barrier is not None and issubclass(op_cls, ops.UDFSourceOp | ops.MapUDFOp):
         tags |= {f"{AFTER_BARRIER}{ctx.last_barrier}"}  # its side of the barrier
     op = op_cls(op_id=sdg.new_id(), domain=dom, site=site, tags=tags, **params)
+    params_dom = _params_domain(op)
+    if params_dom is not None:
+        op = op_cls(op_id=op.op_id, domain=union_domains([dom, params_dom]), site=site,
+                    tags=tags, **params)
     try:
         shapes, dts = op.infer([x.shape for x in xs], [x.dtype for x in xs])
     except (ShapeError, DTypeError) as exc:
@@ -257,6 +261,17 @@ def set_name(x: RecurrentTensor, name: str | None) -> RecurrentTensor:
     if name is not None:
         x.sdg.names[x.tensor_id.op_id] = str(name)
     return x
+
+
+def _params_domain(op: ops.Op) -> Domain | None:
+    """The variables the op's kernel receives (a symbolic shape `(T - t,)`, a slice start)
+    that its inputs do not vary along, or None. The op varies along them too: an expand to
+    `(T - t,)` of an index over (b,) alone would run once per b with one t's size (the
+    gather-based index_select of a window's gradient, `enable_index_ops=False`)."""
+    used = {v.name: v for e in op.runtime_exprs() if not isinstance(e, int)
+            for v in e.vars_used()}
+    missing = [v for n, v in used.items() if n not in {w.name for w in op.domain.variables}]
+    return Domain(sorted(missing, key=lambda v: v.idx)) if missing else None
 
 
 def union_domains(domains: Sequence[Domain]) -> Domain:

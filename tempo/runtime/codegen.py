@@ -81,6 +81,7 @@ class CodeGen:
         self.end_guards: dict[int, str] = {}  # id(Exec) -> `point < bound` (past_end_guards)
         self.bounds: dict[str, Any] = {}  # every bound's compile-time value (the maximum)
         self.tails: dict[tuple[int, str], int] | None = None  # bound_tails, made once
+        self.ended_ops: dict[str, set[int]] = {}  # ended dim -> ops its ending loop runs
         self.kept_frees: set[int] = set()  # id(Free) not emitted (past_end_guards)
         self.kernel_ops = kernel_ops or {}
         self.blocked = blocked or {}

@@ -297,6 +297,7 @@ def find_ended_loops(gen: CodeGen, node: Node, loops: tuple[Loop, ...] = ()) -> 
             gen.lag_guards.update(lagged_guards(gen.sdg, loop, node, end, lag,
                                                  gen.env))
         gen.ended_loops[id(loop)] = end
+        gen.ended_ops.setdefault(end.var, set()).update(x.op_id for x in execs(loop))
 
 
 def stop_check(gen: CodeGen, node: Exec, pad: str) -> None:
@@ -343,7 +344,8 @@ def past_end_guards(gen: CodeGen, node: Node, inside: frozenset[str] = frozenset
                 continue
             k = bound_tails(gen).get((node.op_id, e.var), 0)
             if e.var not in clamped or k:
-                conds.append(f"{names[e.var]} < {e.bound}" + (f" - {k}" if k else ""))
+                conds.append(f"{names[e.var]} < {e.bound}" + (f" - {k}" if k > 0 else
+                                                              f" + {-k}" if k else ""))
         if conds:
             gen.end_guards[id(node)] = " and ".join(conds)
     elif isinstance(node, Free):
@@ -357,11 +359,14 @@ def past_end_guards(gen: CodeGen, node: Node, inside: frozenset[str] = frozenset
 
 
 def bound_tails(gen: CodeGen) -> dict[tuple[int, str], int]:
-    """(op, ended dimension) -> k > 0 when the op's executed domain ends k points before
+    """(op, ended dimension) -> k != 0 when the op's executed domain ends k points before
     the dimension's bound: the schedule was made with the bound at its maximum, so such
     an op (one reading ahead, `G[t+1]`, only where a `t == T - 1` branch is not taken)
-    would run up to the real end and read past it. The executed domains are analysed at
-    the maximum and at one less: an end that moves with the bound is relative to it."""
+    would run up to the real end and read past it. k < 0: the op runs -k points past the
+    bound (`h[t+1] = ...` gives h, and its adjoint, T + 1 points; the adjoint of h[T-1]
+    reads the adjoint of h[T]), which a guard `t < T` would skip. The executed domains
+    are analysed at the maximum and at one less: an end that moves with the bound is
+    relative to it."""
     if gen.tails is not None:
         return gen.tails
     from tempo.schedule.isl_program import analyse, stmt_name
@@ -390,9 +395,50 @@ def bound_tails(gen: CodeGen) -> dict[tuple[int, str], int]:
         if len(highs) != 2:
             continue
         for op_id, h in highs[0].items():
-            if highs[1].get(op_id) == h - 1 and h < top - 1:
+            if highs[1].get(op_id) == h - 1 and h != top - 1:
                 gen.tails[(op_id, end.var)] = top - 1 - h
+        _drop_unmade_tails(gen, end.var)
     return gen.tails
+
+
+def _drop_unmade_tails(gen: CodeGen, var: str) -> None:
+    """An op that runs past the bound (a tail k < 0) does so only where what it reads
+    there exists: the ending loop stops at the real end, so its ops have no point T, and
+    an op reading one of them at `t + c` (c >= 0, unconditionally) has no point T either
+    (`acc[i, t]` over a nest after the loop reading the recurrence the loop made), nor
+    one reading such an op. Merges' conditional branches are decided with the real T."""
+    made, tails = gen.ended_ops.get(var, set()), gen.tails
+    assert tails is not None  # (bound_tails made it)
+    changed = True
+    while changed:
+        changed = False
+        for (op_id, v), k in list(tails.items()):
+            if v != var or k >= 0:
+                continue
+            for e in gen.sdg.in_edges[op_id]:
+                src = gen.sdg.ops[e.src.op_id]
+                names = [w.name for w in src.domain.variables]
+                if e.cond is not None or var not in names:
+                    continue
+                reach = -1 if e.src.op_id in made else -tails.get((e.src.op_id, var), 0) - 1
+                if _offset(e.expr[names.index(var)], var) > reach + k + 1:
+                    del tails[(op_id, var)]
+                    changed = True
+                    break
+
+
+def _offset(m: Any, var: str) -> int:
+    """How far past the reader's own point along `var` a read member reaches (x[t + 2]:
+    2; a slice: its last point; a member not of `var`, e.g. a constant: 0)."""
+    from tempo.core.index_expr import Slice, Symbol
+
+    t = Symbol(var)
+    try:
+        top = (m.stop - 1) if isinstance(m, Slice) else m
+        return int((top - t).simplify().try_eval() or 0) \
+            if var in {u.name for u in top.vars_used()} else 0
+    except Exception:  # noqa: BLE001 - not an offset of var: treat as its own point
+        return 0
 
 
 def clamp_of(gen: CodeGen, loop: Loop) -> str | None:
@@ -405,6 +451,8 @@ def clamp_of(gen: CodeGen, loop: Loop) -> str | None:
         if end.var != loop.counter:
             continue
         points = [gen._names(gen.sdg.ops[x.op_id], x.point).get(end.var) for x in execs(loop)]
-        if points and all(p is None or counter_lag(p, loop.counter) == 0 for p in points):
+        past = any(bound_tails(gen).get((x.op_id, end.var), 0) < 0 for x in execs(loop))
+        if points and not past and all(p is None or counter_lag(p, loop.counter) == 0
+                                       for p in points):
             return end.bound
     return None

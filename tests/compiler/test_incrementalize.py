@@ -209,3 +209,31 @@ def test_stacked_observations_are_sliced_where_each_step_is_made() -> None:
     names = [[v.name for v in op.domain.variables] for op in flat_ops(exe.sdg.ops.values())
              if isinstance(op, ops.SliceOp)]
     assert any("d2" in n and any(x.startswith(DIM_HINT) for x in n) for n in names)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_region_over_an_earlier_block_dim_reads_another_regions_blocks(backend: str) -> None:
+    """Three regions: p in 8 blocks (block dim inc0), q summed over its 2 rows in 2 blocks
+    (inc1: s sums the per-block sums, q[inc1][0:2]), then s's 64 rows in 8 blocks, reusing
+    inc0. Each block of s sums a slice of the per-block sums, a tensor over (inc0, inc1) --
+    the domain keeps universe order, so its read is [inc0, 0:2]; it was written [0:2, inc0]
+    (the block dim appended last), and compiling raised an IndexExprError naming inc0 and
+    INC1 (accept6 c05 with incrementalize_mem_threshold=64)."""
+    from tempo.core.configs import ExecutionConfig
+
+    rng = np.random.default_rng(0)
+    p_in = rng.standard_normal((8, 64)).astype(np.float32)
+    q_in = rng.standard_normal((2, 4, 16)).astype(np.float32)
+    cfg = ExecutionConfig(dev="cpu", backend=backend, incrementalize_mem_threshold=64)
+    got: list[np.ndarray] = []
+    ctx = TempoContext(cfg, num_dims=0)
+    with ctx:
+        p = (RT.const(p_in) * 2.0).tanh()
+        s = RT.const(q_in).exp().reshape((2, 64)).sum(0)
+        (p.sum() + (s * 3.0).sin().sum()).sink_udf(lambda v: got.append(np.asarray(v)))
+    exe = ctx.compile({})
+    exe.execute()
+    want = np.tanh(p_in * 2).sum(dtype=np.float64) + \
+        np.sin(np.exp(q_in.astype(np.float64)).reshape(2, 64).sum(0) * 3).sum()
+    np.testing.assert_allclose(got[0], want, rtol=1e-5, atol=1e-5)
+    assert len(_block_dims(exe)) == 2

@@ -66,13 +66,12 @@ def test_returns_and_reads_at_the_real_end(backend: str, variant: str) -> None:
         np.testing.assert_allclose(np.array(sorted(log[k])), np.array(sorted(want)), rtol=1e-5)
 
 
-@pytest.mark.parametrize("backend", ["torch", "jax", "numpy"])
-def test_gradient_through_an_ended_dimension(backend: str) -> None:
-    """One ended dimension, default config. Not yet: under ExecutionConfig.test_cfg() an
-    adjoint reads the shifted point h[T] past the end (KeyError), and with an outer
-    dimension whose episodes end apart the gradient's ops over t alone read T before the
-    inner loops run (results/acceptance/accept6b.md, failure 3)."""
-    variant = "default"
+@pytest.mark.parametrize(("backend", "variant"), CONFIGS)
+def test_gradient_through_an_ended_dimension(backend: str, variant: str) -> None:
+    """One ended dimension. Under ExecutionConfig.test_cfg() the adjoint of h (T + 1
+    points, `h[t+1] = ...`) was guarded by t < T outside the loop ending t, so its point T
+    was never made and the adjoint of h[T-1] read it (KeyError (3,), accept6b failure 3):
+    bound_tails now also finds ops running past the bound (t < T + 1)."""
     ctx = TempoContext(_cfg(backend, variant), dim_names=("t",))
     ((t, T),) = ctx.variables_and_bounds
     got: list[float] = []
@@ -96,3 +95,33 @@ def test_gradient_through_an_ended_dimension(backend: str) -> None:
         tot = tot + h
     tot.backward()
     assert got == pytest.approx([float(sv.grad)], rel=1e-5)
+
+
+@pytest.mark.parametrize(("backend", "variant"), CONFIGS)
+def test_a_gradient_across_episodes_that_end_apart_is_unsupported(backend: str,
+                                                                 variant: str) -> None:
+    """With done over (i, t) each i has its own T. The gradient of a parameter over ()
+    sums every (i, t) point, a read g[0:I, 0:T] that forms no rectangle (T there is the
+    last i's): a KeyError at run time when an earlier episode is longer (here 3 and 6
+    points), or silently missing points when it is shorter. Now an UnsupportedError at
+    the backward() line, naming the dims."""
+    from tempo.core.errors import UnsupportedError
+
+    ctx = TempoContext(_cfg(backend, variant), dim_names=("i", "t"))
+    (i, I_), (t, T) = ctx.variables_and_bounds
+    with ctx:
+        s = RT.const(np.float32(1.3), requires_grad=True)
+        x = RT.const(X).index(0, i).index(0, t)
+        acc = RT.placeholder((), dtypes.float32, domain=(i, t))
+        acc[i, 0] = x
+        acc[i, t + 1] = acc + x[i, t + 1]
+        h = RT.placeholder((), dtypes.float32, domain=(i, t))
+        h[i, 0] = x * s
+        h[i, t + 1] = (h * s + x[i, t + 1]).tanh()
+        h[i, 0:T].sum(0)[0:I_].sum(0).backward()
+        s.grad.sink_udf(lambda v: None)
+    with pytest.raises(UnsupportedError) as err:
+        ctx.compile({I_: 2, T: acc > LIMIT})
+    msg = str(err.value)
+    assert "backward()" in msg and "test_boolean_bound_ahead.py" in msg
+    assert "ends separately for each i" in msg and "[0:I, 0:T]" in msg

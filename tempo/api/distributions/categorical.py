@@ -12,7 +12,7 @@ import numpy as np
 from tempo.api.distributions.distribution import Distribution, rt, sampling_domain
 from tempo.core.domain import DomainLike
 from tempo.core.dtype import dtypes
-from tempo.core.errors import TempoError, UnsupportedError, user_site
+from tempo.core.errors import ArgumentError, TempoError, UnsupportedError, user_site
 
 if TYPE_CHECKING:
     from tempo.api.recurrent_tensor import RecurrentTensor
@@ -50,7 +50,7 @@ class Categorical(Distribution):
         return s.permute((s.ndim - 1, *range(s.ndim - 1))).reshape((*shape, *tuple(s.shape)[:-1]))
 
     def log_prob(self, x: Any) -> RecurrentTensor:
-        k = rt().lift(x)
+        k = _class_indices(x, rt().lift(x), tuple(self.logits.shape)[-1])
         if k.dtype not in (dtypes.int32, dtypes.int64):  # torch kernels index with these only
             k = k.cast(dtypes.default_int)
         logits = self.logits
@@ -89,3 +89,43 @@ class Categorical(Distribution):
     @property
     def stddev(self) -> RecurrentTensor:
         raise UnsupportedError("Categorical has no stddev", site=user_site())
+
+
+def _class_indices(x: Any, k: RecurrentTensor, n: Any) -> RecurrentTensor:
+    """`k` checked against the support {0, ..., n-1}, as torch.distributions' validate_args
+    does (a ValueError): casting 1.5 to the class 1 gave a silent number. A value known
+    when recorded (a Python number, a numpy array, a constant) is checked now; a float
+    tensor computed by the program (torch accepts floats holding integers) at run time,
+    by a check at each point; an integer tensor's range is the gather's (a run-time
+    check there would cost every learner's log_prob)."""
+    from tempo.core.op_sources import ConstOp
+
+    site = user_site()
+    op = k.op
+    if isinstance(x, bool | int | float | np.ndarray | np.number):
+        vals: np.ndarray | None = np.asarray(x)
+    elif isinstance(op, ConstOp) and not k.is_indexed:
+        vals = np.asarray(op.value)
+    else:
+        vals = None
+    if vals is not None:
+        _check_support(vals, n, site)
+        return k
+    if not dtypes.is_float(k.dtype):
+        return k
+    return k.map_udf(lambda v: _check_support(v, n, site))
+
+
+def _check_support(v: Any, n: Any, site: str) -> Any:
+    """`v` itself, when every value is a class index below `n`."""
+    a = np.asarray(v.detach().cpu() if hasattr(v, "detach") else v).astype(np.float64)
+    bad = (a != np.floor(a)) | (a < 0) | ((a >= n) if isinstance(n, int) else False)
+    if np.any(bad):
+        first = a[bad].flat[0]
+        word = f"{first:g}" if first == np.floor(first) else repr(float(first))
+        top = f"0..{n - 1}" if isinstance(n, int) else "0..K-1"
+        raise ArgumentError(f"Categorical.log_prob takes class indices {top} (its support; "
+                            f"torch.distributions raises ValueError here), got {word}: "
+                            "a value that is not an integer class is not cast to one",
+                            site=site)
+    return v

@@ -23,7 +23,7 @@ from tempo.compiler.passes.incrementalize_plan import Region, grow, shape_with, 
 from tempo.core import ops
 from tempo.core.configs import ExecutionConfig
 from tempo.core.domain import Domain
-from tempo.core.index_expr import ConstInt, IndexSequence, Slice, Symbol
+from tempo.core.index_expr import ConstInt, IndexAtom, IndexSequence, Slice, Symbol
 from tempo.core.sdg import SDG, Edge, TensorId, TensorInfo
 from tempo.core.shape import Shape
 
@@ -110,7 +110,7 @@ def rewrite(sdg: SDG, reg: Region, var: Symbol, k: int) -> None:
         info = sdg.tensors[tid]
         sdg.tensors[tid] = TensorInfo(shape_with(info.shape, d, u), info.dtype)
     for e in internal:
-        sdg.set_input(e, e.src, e.expr.append_member(var))
+        sdg.set_input(e, e.src, with_member(e.expr, sdg.ops[e.src.op_id].domain, var, var))
     sliced: dict[tuple[TensorId, str, int, tuple[str, ...]], tuple[TensorId, IndexSequence]] = {}
 
     def rows_of(e: Edge, dom: Domain) -> tuple[TensorId, IndexSequence]:
@@ -135,9 +135,10 @@ def rewrite(sdg: SDG, reg: Region, var: Symbol, k: int) -> None:
         sdg.add_inferred(part, [(e.src, dom.basis_expr) if e.src.op_id in reg.dims
                                 else rows_of(e, dom) for e in sdg.in_edges[x]])
         sdg.redefine(ops.SumOp(op_id=x, domain=op.domain, dims=(0,), site=op.site),
-                     [(TensorId(part.op_id, 0), op.domain.basis_expr.append_member(whole))])
+                     [(TensorId(part.op_id, 0), with_member(op.domain.basis_expr, dom, var,
+                                                            whole))])
     for i, readers in reg.concat.items():
-        joined = _joined(sdg, TensorId(i, 0), reg.dims[i], whole)
+        joined = _joined(sdg, TensorId(i, 0), reg.dims[i], var, whole)
         for e in readers:
             sdg.set_input(e, joined, e.expr)
 
@@ -156,21 +157,33 @@ def _slice_before_stack(sdg: SDG, e: Edge, j: int, var: Symbol, u: int
     dom = src.domain.append_dim(var)
     tid = _new(sdg, ops.SliceOp, dom, [(e.src, src.domain.basis_expr)], dim=j - lead,
                start=var * u, length=u)
-    return tid, e.expr.append_member(var)
+    return tid, with_member(e.expr, dom, var, var)
 
 
 def _all_blocks(k: int) -> Slice:
     return Slice(ConstInt(0), ConstInt(k))
 
 
-def _joined(sdg: SDG, tid: TensorId, d: int, whole: Slice) -> TensorId:
+def with_member(expr: IndexSequence, dom: Domain, var: Symbol,
+                atom: IndexAtom) -> IndexSequence:
+    """A read of a tensor over `dom` (which has `var`) by `expr` (one member per other
+    variable of `dom`, in order) and `atom` for `var`. Domains keep universe order, so a
+    block dimension made earlier (a lower index) comes before `var`: `var` is not
+    necessarily last (a leaf summed over the blocks of another region: [0:K3] read per
+    block of inc2 is [inc2, 0:K3] over (inc2, inc3), not [0:K3, inc2])."""
+    pos = dom.find_variable_index(var)
+    members = list(expr.members)
+    return IndexSequence((*members[:pos], atom, *members[pos:]))
+
+
+def _joined(sdg: SDG, tid: TensorId, d: int, var: Symbol, whole: Slice) -> TensorId:
     """The blocks of region tensor `tid` put back together along its dim `d`, over the
-    region's domain without the block dimension."""
+    region's domain without the block dimension `var`."""
     op = sdg.ops[tid.op_id]
-    dom = op.domain.remove_dim(op.domain.variables[-1])
+    dom = op.domain.remove_dim(var)
     n = len(sdg.tensors[tid].shape)
-    stacked = _new(sdg, ops.IdentOp, dom, [(tid, dom.basis_expr.append_member(whole))],
-                   site=op.site)
+    stacked = _new(sdg, ops.IdentOp, dom,
+                   [(tid, with_member(dom.basis_expr, op.domain, var, whole))], site=op.site)
     perm = (*range(1, d + 1), 0, *range(d + 1, n + 1))
     moved = _new(sdg, ops.PermuteOp, dom, [(stacked, dom.basis_expr)], dims=perm, site=op.site)
     shape = sdg.tensors[moved].shape.as_static()

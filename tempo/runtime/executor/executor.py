@@ -34,7 +34,7 @@ from tempo.runtime.missing import (
 from tempo.runtime.regions import failing_member
 from tempo.runtime.static_args import bind_bounds
 from tempo.runtime.store_arrays import array_ops, slot_put, storage_of
-from tempo.runtime.store_choice import StoreKind, choose, compaction_slack
+from tempo.runtime.store_choice import StoreKind, block_rows, choose, compaction_slack
 from tempo.runtime.stores import (
     BlockStore,
     CircularStore,
@@ -280,6 +280,7 @@ class PythonExecutor(Executor):
     def _block_reader(self, tid: TensorId, dim: int, block: int) -> PointBlocks:
         acct = self.accountant if self.tracked else None
         be, dt = self.backend, self.sdg.tensors[tid].dtype
+        block = block_rows(self.sdg, tid, dim, block, self._bound_values())
         r = PointBlocks(self.stores[tid], dim, block, be.to_numpy,
                         lambda a: be.from_numpy(a, dt), tid, acct, self._storage_of(tid),
                         stack=None if be.on_cpu else be.stack)

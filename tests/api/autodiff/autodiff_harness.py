@@ -39,8 +39,9 @@ def backends() -> list[str]:
 class Prog:
     """One program: a context, its variables/bounds, and leaves whose grads we read."""
 
-    def __init__(self, num_dims: int, backend: str | None = None) -> None:
-        cfg = dataclasses.replace(ExecutionConfig.test_cfg(), backend=backend or DEFAULT_BACKEND)
+    def __init__(self, num_dims: int, backend: str | None = None, **cfg_fields: Any) -> None:
+        cfg = dataclasses.replace(ExecutionConfig.test_cfg(), backend=backend or DEFAULT_BACKEND,
+                                  **cfg_fields)
         self.ctx = TempoContext(cfg, num_dims=num_dims)
         self.vb = self.ctx.variables_and_bounds
         self.leaves: list[RT] = []

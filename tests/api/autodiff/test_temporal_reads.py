@@ -174,3 +174,29 @@ def test_merge_branches_first_wins() -> None:
         return torch.stack(rows).sum()
 
     assert_close(got, torch_grads(ref, xs))
+
+
+@pytest.mark.parametrize("index_ops", [True, False])
+@pytest.mark.parametrize("flat", [False, True])
+def test_two_dim_window(backend: str, index_ops: bool, flat: bool) -> None:
+    """A window over two dims, x[max(0, b-1):b+1, 0:t+1]: each point's adjoint picks its
+    own element out of the readers' windows by an index over (b, t). With
+    enable_index_ops=False that pick is a gather whose index is expanded to the readers'
+    length T - t; the expand was recorded over (b,) alone (its input's domain), so it ran
+    once per b with one t's length (BackendError from a reshape, accept6b failure 6)."""
+    B, N = 3, 4
+    xs = rnd(B, N, 3)
+    p = Prog(2, backend, enable_index_ops=index_ops)
+    (b, B_), (t, T) = p.vb
+    with p.ctx:
+        x = p.leaf(xs, (b, t))
+        win = x[ie.max(0, b - 1) : b + 1, 0 : t + 1]
+        z = win.flatten(0, 1).sin().sum(0) if flat else win.sin().sum((0, 1))
+        (z * x).sum().backward()
+    got = p.run({B_: B, T: N})
+
+    def ref(x: torch.Tensor) -> torch.Tensor:
+        return sum((x[max(0, i - 1) : i + 1, : j + 1].sin().sum((0, 1)) * x[i, j]).sum()
+                   for i in range(B) for j in range(N))
+
+    assert_close(got, torch_grads(ref, xs))

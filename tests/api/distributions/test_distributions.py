@@ -3,7 +3,10 @@ moments exactly, and sampling histograms within 15%."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
+import pytest
 import torch
 import torch.distributions as td
 
@@ -11,6 +14,7 @@ from tempo.api import RecurrentTensor as RT
 from tempo.api import TempoContext
 from tempo.api.distributions import Categorical, Normal, Uniform
 from tempo.core.configs import ExecutionConfig
+from tempo.core.errors import ArgumentError
 
 S = 4000
 
@@ -124,3 +128,41 @@ def test_uniform() -> None:
     for j in range(2):
         hist = torch.histc(samples[:, j], bins=5, min=float(low[j]), max=float(high[j])) / S
         assert ((hist - 0.2).abs() <= 0.15 * 0.2).all(), hist
+
+
+@pytest.mark.parametrize("backend", ["torch", "jax", "numpy"])
+def test_categorical_log_prob_of_a_value_outside_the_support_raises(backend: str) -> None:
+    """torch.distributions raises ValueError for 1.5 or 3 with 3 classes (validate_args)
+    and takes a float tensor holding integers; log_prob cast 1.5 to the class 1 silently
+    (accept6 m17). A value known when recorded raises an ArgumentError (a ValueError) at
+    the call's line; a float computed by the program, when the run meets it."""
+    probs = np.array([0.2, 0.3, 0.5], np.float32)
+    tc = td.Categorical(probs=torch.from_numpy(probs))
+
+    def run(value):  # type: ignore[no-untyped-def]
+        ctx = TempoContext(dataclasses.replace(ExecutionConfig.test_cfg(), backend=backend),
+                           num_dims=1, dim_names=("t",))
+        ((t, T),) = ctx.variables_and_bounds
+        got: list[float] = []
+        with ctx:
+            lp = Categorical(probs=RT.const(probs)).log_prob(value(t))  # the user's line
+            lp.sink_udf(lambda v: got.append(float(np.asarray(
+                v.cpu() if hasattr(v, "cpu") else v))))
+        ctx.compile({T: 3}).execute()
+        return got
+
+    for bad, word in ((lambda t: 1.5, "1.5"), (lambda t: 3, "got 3"),
+                      (lambda t: RT.const(np.array(-1.0, np.float32)), "got -1")):
+        with pytest.raises(ArgumentError, match=word) as err:
+            run(bad)
+        assert isinstance(err.value, ValueError) and "the user's line" in str(err.value)
+        with pytest.raises(ValueError):
+            tc.log_prob(torch.tensor(float(word.split()[-1])))
+    with pytest.raises(ArgumentError, match="got 0.5") as err:  # at t = 1, when it runs
+        run(lambda t: RT.from_symbol(t).cast("float32") * 0.5)
+    assert "the user's line" in str(err.value)
+    got = run(lambda t: RT.from_symbol(t).cast("float32"))  # integral floats, as torch
+    want = tc.log_prob(torch.arange(3, dtype=torch.float32))
+    np.testing.assert_allclose(got, want.numpy(), rtol=1e-6)
+    assert run(lambda t: RT.const(np.float32(2.0))) == pytest.approx(  # over (): one point
+        [float(tc.log_prob(torch.tensor(2.0)))])
