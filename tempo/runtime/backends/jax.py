@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any, ClassVar
 
 import jax
@@ -115,6 +116,10 @@ class JaxBackend:
         """The op's kernel, registered with its other rules (`tempo.prims`); most jax
         kernels are `jit_shared` closures over the op's parameters."""
         return make_kernel(op, self)
+
+    def running(self) -> AbstractContextManager[Any]:
+        """Nothing to switch around generated code (`Backend.running`)."""
+        return nullcontext()
 
 
 def _gpu_count() -> int:

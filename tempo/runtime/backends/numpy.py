@@ -18,6 +18,7 @@ what torch does on the CPU (bfloat16 products accumulate in float32).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any, ClassVar
 
 import numpy as np
@@ -139,6 +140,10 @@ class NumpyBackend:
     def kernel(self, op: ops.Op) -> Kernel:
         """The op's kernel, registered with its other rules (`tempo.prims`)."""
         return make_kernel(op, self)
+
+    def running(self) -> AbstractContextManager[Any]:
+        """Nothing to switch around generated code (`Backend.running`)."""
+        return nullcontext()
 
 
 def user_array(r: Any, dt: np.dtype | None = None) -> np.ndarray:

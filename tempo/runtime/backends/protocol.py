@@ -10,6 +10,7 @@ class, as in the original); everything tied to a device or a seed is per instanc
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
@@ -46,6 +47,11 @@ class Backend(Protocol):
 
     def kernel(self, op: ops.Op) -> Kernel:
         """The callable for `op`, with its parameters bound (BackendError if none)."""
+        ...
+
+    def running(self) -> AbstractContextManager[Any]:
+        """The context the executor runs generated code in (torch: below its autograd
+        dispatch keys, `backends.torch_autograd`; the others: nothing)."""
         ...
 
     # ---------------------------------------------------------------- tensors

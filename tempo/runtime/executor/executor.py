@@ -327,7 +327,8 @@ class PythonExecutor(Executor):
         pass as they are. Every entry point (execute, tick, execute_until_barrier) runs
         generated code through here, so they fail alike."""
         try:
-            return run()
+            with self.backend.running():  # torch: below its autograd keys (no use for them)
+                return run()
         except (TempoError, StopIteration):
             raise
         except Exception as exc:  # a backend failure: name the op and the user's line
