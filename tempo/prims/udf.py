@@ -30,16 +30,25 @@ if TYPE_CHECKING:
 
 
 def sink_kernel(op: ops.SinkUDFOp, be: Any) -> Kernel:
-    """The user's function itself (every backend): it receives backend tensors."""
+    """The user's function itself (jax, numpy): it receives backend tensors."""
     return op.fn
+
+
+def _torch_sink(op: ops.SinkUDFOp, be: Any) -> Kernel:
+    """The user's function, with torch's autograd as outside the run (the generated code
+    runs below it: `backends.torch_autograd`)."""
+    from tempo.runtime.backends.torch_autograd import with_autograd
+
+    return with_autograd(op.fn)
 
 
 def _torch_udf(op: ops.UDFSourceOp | ops.MapUDFOp, be: Any) -> Kernel:
     import torch
 
+    from tempo.runtime.backends.torch_autograd import with_autograd
     from tempo.runtime.host_arrays import BF16, host_to_torch
 
-    dt, dev, fn = be.dtype(op.dtype), be.device, op.fn
+    dt, dev, fn = be.dtype(op.dtype), be.device, with_autograd(op.fn)
 
     def source(*args: Any) -> torch.Tensor:
         r = fn(*args)
@@ -180,4 +189,4 @@ primitive(ops.UDFSourceOp, grad=NOT_DIFFERENTIABLE, batching=_batch_udf_source, 
 primitive(ops.MapUDFOp, grad=NOT_DIFFERENTIABLE, batching=_batch_map_udf, cost=copies,
           torch=_torch_udf, jax=_jax_udf, numpy=_np_udf)
 primitive(ops.SinkUDFOp, grad=NOT_DIFFERENTIABLE, batching=NO_BATCHING, cost=copies,
-          torch=sink_kernel, jax=sink_kernel, numpy=sink_kernel)
+          torch=_torch_sink, jax=sink_kernel, numpy=sink_kernel)

@@ -78,9 +78,6 @@ class JaxBackend:
         jax.effects_barrier()
         jax.device_put(0, self.device).block_until_ready()
 
-    def running(self) -> AbstractContextManager[None]:
-        return nullcontext()  # (its own thread pools size themselves)
-
     @staticmethod
     def move_to_front(x: Any, axis: int) -> jax.Array:
         return jnp.moveaxis(x, axis, 0)
@@ -119,6 +116,10 @@ class JaxBackend:
         """The op's kernel, registered with its other rules (`tempo.prims`); most jax
         kernels are `jit_shared` closures over the op's parameters."""
         return make_kernel(op, self)
+
+    def running(self) -> AbstractContextManager[Any]:
+        """Nothing to switch around generated code (`Backend.running`)."""
+        return nullcontext()
 
 
 def _gpu_count() -> int:

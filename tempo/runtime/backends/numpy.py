@@ -103,7 +103,8 @@ class NumpyBackend:
     def sync(self) -> None:
         """NumPy is synchronous."""
 
-    def running(self) -> AbstractContextManager[None]:
+    def running(self) -> AbstractContextManager[Any]:
+        """BLAS on one thread while generated code runs (`backends.blas_threads`)."""
         return blas_on_one_thread()
 
     @staticmethod

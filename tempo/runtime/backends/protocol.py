@@ -49,6 +49,12 @@ class Backend(Protocol):
         """The callable for `op`, with its parameters bound (BackendError if none)."""
         ...
 
+    def running(self) -> AbstractContextManager[Any]:
+        """The context the executor runs generated code in (torch: below its autograd
+        dispatch keys, `backends.torch_autograd`; numpy: BLAS on one thread,
+        `backends.blas_threads`; jax: nothing)."""
+        ...
+
     # ---------------------------------------------------------------- tensors
     def dtype(self, dt: DataType) -> Any:
         """The backend's dtype object for `dt`."""
@@ -74,10 +80,6 @@ class Backend(Protocol):
 
     def sync(self) -> None:
         """Wait for queued device work (timings)."""
-        ...
-
-    def running(self) -> AbstractContextManager[None]:
-        """The scope every step of a program runs in (numpy: BLAS on one thread)."""
         ...
 
     @staticmethod

@@ -4,7 +4,7 @@ each primitive's other rules (`tempo.prims`, `tempo.runtime.kernel_registry`).""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager
 from typing import Any, ClassVar
 
 import numpy as np
@@ -16,6 +16,7 @@ from tempo.runtime.backend_registry import DLBackend
 from tempo.runtime.backends.devices import place
 from tempo.runtime.backends.host_memory import keep_freed_host_memory
 from tempo.runtime.backends.protocol import Kernel
+from tempo.runtime.backends.torch_autograd import below_autograd
 from tempo.runtime.host_arrays import BF16, host_to_torch, torch_to_host
 from tempo.runtime.kernel_registry import make_kernel
 
@@ -79,9 +80,6 @@ class TorchBackend:
         if self.device.type == "cuda":
             torch.cuda.synchronize()
 
-    def running(self) -> AbstractContextManager[None]:
-        return nullcontext()  # (its own thread pools size themselves)
-
     @staticmethod
     def move_to_front(x: torch.Tensor, axis: int) -> torch.Tensor:
         """`x` with dim `axis` first; a size-1 dim gets the stride a contiguous layout
@@ -131,6 +129,10 @@ class TorchBackend:
     def kernel(self, op: ops.Op) -> Kernel:
         """The op's kernel, registered with its other rules (`tempo.prims`)."""
         return make_kernel(op, self)
+
+    def running(self) -> AbstractContextManager[Any]:
+        """Generated code needs no torch autograd (`backends.torch_autograd`)."""
+        return below_autograd()
 
 
 def _is_host(x: Any) -> bool:

@@ -328,7 +328,7 @@ class PythonExecutor(Executor):
         pass as they are. Every entry point (execute, tick, execute_until_barrier) runs
         generated code through here, so they fail alike."""
         try:
-            with self.backend.running():
+            with self.backend.running():  # torch: below its autograd keys (no use for them)
                 return run()
         except (TempoError, StopIteration):
             raise

@@ -46,3 +46,40 @@ def test_draws_are_uniform() -> None:
     assert abs(u.mean()) < 0.01 and abs(u.var() - 1 / 3) < 0.01
     # neighbouring streams and draws are uncorrelated
     assert abs(np.corrcoef(u[:-1], u[1:])[0, 1]) < 0.01
+
+
+def test_mix64_of_an_array_equals_the_scalar_finaliser() -> None:
+    """The in-place array form gives SplitMix64's bits (checked against Python ints)."""
+    from tempo.api.rl.env.seeding import mix64
+
+    def ref(x: int) -> int:
+        m = (1 << 64) - 1
+        z = (x + 0x9E3779B97F4A7C15) & m
+        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & m
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & m
+        return z ^ (z >> 31)
+
+    xs = [0, 1, 2**63 + 5, 2**64 - 1, 123456789]
+    arr = np.array(xs, np.uint64)
+    assert mix64(arr).tolist() == [ref(x) for x in xs]
+    assert arr.tolist() == xs  # the input is left alone
+    assert int(mix64(np.uint64(2**64 - 1))) == ref(2**64 - 1)
+
+
+def test_block_seeds_equal_each_point_seed() -> None:
+    """A vectorised reset's seeds (the hash of the block's own columns made once) are the
+    points' own seeds, whichever of the reset's dims the block spans."""
+    from tempo.api.rl.env.env_runner import Runner, _points
+    from tempo.core.index_expr import Symbol
+
+    b, i, e = Symbol("b"), Symbol("i"), Symbol("e")
+    for dims, block in (((b, i), ((b, 4),)), ((i, b), ((b, 4),)), ((b, e, i), ((b, 2), (e, 3))),
+                        ((b,), ((b, 5),))):
+        r = Runner("t", lambda n: None, dims, 2, 7, 3, np.dtype(np.float32), (1,))
+        seeds = r._block_seeds([s for s, _ in block], [n for _, n in block])
+        ts = {b: 0, i: 3, e: 0}
+        key, got = seeds(ts)
+        pts = _points(ts, [s for s, _ in block], [n for _, n in block])
+        want = [point_seed(7, tuple(int(p[v]) for v in dims)) for p in pts]
+        assert got.tolist() == want
+        assert key == tuple(int(ts[v]) for v in dims if v not in [s for s, _ in block])

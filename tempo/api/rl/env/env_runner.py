@@ -23,7 +23,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from tempo.api.rl.env.seeding import point_seeds
+from tempo.api.rl.env.seeding import finish_seeds, hash_columns, point_seeds, seed_hash
 from tempo.core.errors import TempoError, UnsupportedError
 from tempo.core.index_expr import Symbol
 from tempo.runtime.host_arrays import to_host
@@ -238,26 +238,28 @@ class Runner:
         syms, sizes = self._vec_dims(dims, "reset"), tuple(int(s) for _, s in dims)
         per = self.num_envs or 1
         layout = tuple(zip(map(str, syms), sizes))
-        block = self._block_keys(syms, sizes)
+        block = self._block_seeds(syms, sizes)
 
         def reset(ts: dict) -> np.ndarray:
             if layout not in self.step_layouts and not self.steps_as_ops:
                 # step keeps its loop: one env per point
                 return np.stack([self.reset_point(p) for p in _points(ts, syms, sizes)]
                                 ).reshape((*sizes, *self._obs_point_shape()))
-            key, keys = block(ts)  # keys row-major: the block's rows
-            obs = self._fresh(key, len(keys), layout).reset(point_seeds(self.seed, keys))
+            key, seeds = block(ts)  # seeds row-major: the block's rows
+            obs = self._fresh(key, len(seeds), layout).reset(seeds)
             lead = (*sizes, per) if self.num_envs is not None else sizes
             return obs.reshape((*lead, *obs.shape[1:]))
 
         return reset
 
-    def _block_keys(self, syms: Sequence[Symbol], sizes: Sequence[int]
-                    ) -> Callable[[dict], tuple[tuple[int, ...], np.ndarray]]:
-        """`ts -> (slot key, (points, len(vars)) keys of the block's points in row-major
-        order, `_points`'s)`. The block's own columns are made here once, and which vars
-        they are: comparing Symbols runs the index-expression simplifier (~70 us per reset
-        of E5's 64-env block, a tenth of its reset)."""
+    def _block_seeds(self, syms: Sequence[Symbol], sizes: Sequence[int]
+                     ) -> Callable[[dict], tuple[tuple[int, ...], np.ndarray]]:
+        """`ts -> (slot key, seeds of the block's points in row-major order, `_points`'s)`,
+        each point's seed `point_seeds(self.seed, its key)`. The block's own columns are
+        made here once, and which vars they are: comparing Symbols runs the
+        index-expression simplifier (~70 us per reset of E5's 64-env block, a tenth of its
+        reset); so is the hash of the columns before the first var that varies between
+        blocks (the envs' of `(b, i)`: three of the five 64-element hashes of a reset)."""
         n = math.prod(sizes)
         names = [str(v) for v in syms]
         cols: list[Any] = []  # per var: its column (a block dim) or the var (one value)
@@ -269,15 +271,22 @@ class Runner:
             else:
                 cols.append(v)
         kept = [c for c in cols if not isinstance(c, np.ndarray)]
+        lead = next((j for j, c in enumerate(cols) if not isinstance(c, np.ndarray)),
+                    len(cols))
+        start = seed_hash(self.seed, n)
+        if lead:
+            start = hash_columns(start, np.stack(cols[:lead], axis=1))
+        rest = cols[lead:]
 
-        def keys(ts: dict) -> tuple[tuple[int, ...], np.ndarray]:
+        def seeds(ts: dict) -> tuple[tuple[int, ...], np.ndarray]:
             key = tuple(int(ts[v]) for v in kept)
-            if not cols:
-                return key, np.zeros((n, 0), np.int64)
-            return key, np.stack([c if isinstance(c, np.ndarray) else
-                                  np.full(n, int(ts[c]), np.int64) for c in cols], axis=1)
+            if not rest:
+                return key, finish_seeds(start)
+            tail = np.stack([c if isinstance(c, np.ndarray) else
+                             np.full(n, int(ts[c]), np.int64) for c in rest], axis=1)
+            return key, finish_seeds(hash_columns(start, tail))
 
-        return keys
+        return seeds
 
     def step_block(self, dims: Sequence[tuple[Symbol, int]]
                    ) -> Callable[[Any, Any, dict], Any]:
