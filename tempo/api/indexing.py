@@ -248,6 +248,12 @@ def _lift_value(value: Any, x: RTBase) -> RecurrentTensor:
 
     if isinstance(value, bool | int | float):
         return creation.const(value, shape=tuple(x.shape), dtype=x.dtype)
+    if isinstance(value, tuple | list) and any(isinstance(v, RTBase) for v in value):
+        raise DefinitionError(
+            f"{label(x)} is defined by a {type(value).__name__} of {len(value)} values (e.g. the "
+            "(h, c) pair an LSTMCell returns): a definition takes one tensor, so unpack it "
+            "first (`h_new, c_new = cell(x, (h, c))`, then `h[...] = h_new`, `c[...] = c_new`)",
+            site=user_site())
     val = lift(value)
     if val.is_indexed and any(isinstance(m, ie.Slice) for m in val.read_expr):
         val = val.ident()

@@ -87,7 +87,7 @@ def outside_error(
         msg += f", but {found.words} {_when(sdg, e, decl, values)}. {_fix(sdg, e, found)}"
     else:
         msg += f" outside its domain {_when(sdg, e, decl, values)}"
-    if op.op_id not in (reader.op_id, src.op_id):
+    if op.op_id not in (reader.op_id, src.op_id) and (op.site or op.op_id in sdg.names):
         msg += f" (the value is needed by {naming.op_label(op, sdg.names)})"
     return IndexExprError(msg, site=site)
 
