@@ -79,6 +79,10 @@ def kind(op: Any) -> str:
                 "sink_udf": "sink_with_ts_udf"}[name]
     if name in _KINDS:
         return _KINDS[name]
+    if name == "region":  # a fused group: the user sees the op of the line it names
+        site = getattr(op, "site", "")
+        member = next((m for m in getattr(op, "body", ()) if site and m.site == site), None)
+        return kind(member) if member is not None else "computation"
     described = op.describe() if hasattr(op, "describe") else name
     return described if described.isidentifier() else name
 

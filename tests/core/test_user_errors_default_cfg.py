@@ -58,6 +58,16 @@ def lstm_state_pair_into_one_placeholder(cfg: ExecutionConfig) -> None:
         h[b, t + 1] = cell(x, (h, c))  # MISTAKE
 
 
+def base_case_on_the_wrong_dim(cfg: ExecutionConfig) -> None:
+    ctx, b, B, t, T = ctx2(cfg)
+    with ctx:
+        h = RT.placeholder((2,), dtypes.float32, domain=(b, t))
+        h[0] = RT.zeros((2,))  # meant t == 0: this is b == 0
+        h[b, t + 1] = h * 0.5 + 1.0  # MISTAKE
+        h[0:B, 0:T].sink_udf(lambda v: None)
+    ctx.compile({B: 2, T: 3})
+
+
 def const_of_a_list_of_tensors(cfg: ExecutionConfig) -> None:
     ctx, b, B, t, T = ctx2(cfg)
     with ctx:
@@ -71,6 +81,9 @@ CASES: list[tuple[Callable[[ExecutionConfig], None], type[Exception], tuple[str,
     (window_sum_past_the_end, errors.IndexExprError, ("past the end T - 1 of t",)),
     (lstm_state_pair_into_one_placeholder, errors.DefinitionError, ("tuple of 2", "unpack")),
     (const_of_a_list_of_tensors, errors.TempoError, ("RT.stack",)),
+    # vectorised over b, the read at t - 1 looked like a missing clamp (no b, no base case)
+    (base_case_on_the_wrong_dim, errors.IndexExprError,
+     ("t = 0 and b >= 1", "b = 1, t = 0", "define its base case")),
 ]
 
 
@@ -82,4 +95,4 @@ def test_user_mistake_under_the_default_pipeline(
     cfg = dataclasses.replace(ExecutionConfig(dev="cpu", backend=backend),
                               path=str(tmp_path) + "/")
     msg = check_mistake(case, cls, words, cfg)
-    assert "unknown line" not in msg and "internal" not in msg, msg
+    assert "unknown line" not in msg and "internal" not in msg and "region" not in msg, msg
