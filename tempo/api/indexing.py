@@ -45,8 +45,9 @@ def _expand_key(key: Any, total: int, what: str = "the tensor") -> list[Any]:
         keys = keys[:at] + [_FULL] * max(fill, 0) + keys[at + 1 :]
     if len(keys) > total:
         dims = f"{total} dim" + "s" * (total != 1)
-        raise IndexExprError(f"{len(keys)} indices for {what}, which has {dims} in all",
-                             site=user_site())
+        msg = (f"{len(keys)} indices for {what}" if what.startswith("the definition")
+               else f"{len(keys)} indices for {what}, which has {dims} in all")
+        raise IndexExprError(msg, site=user_site())
     return keys
 
 
@@ -186,7 +187,10 @@ def setitem(x: RTBase, key: Any, value: Any) -> None:
         _check_affine(ie.lift_to_bool_ie(key), f"the definition of {label(x)}")
         cond = cond & ie.lift_to_bool_ie(key)
     else:
-        keys = _expand_key(key, len(vars_))
+        hint = (": give the placeholder the dims its definitions index, e.g. "
+                "RT.placeholder(shape, dtype, domain=(t,))" if not vars_ else "")
+        keys = _expand_key(key, len(vars_), f"the definition of {label(x)}, whose domain "
+                           f"{naming.domain_word(op.domain)} has {len(vars_)} dims{hint}")
         for v, k in zip(vars_, keys):
             if _is_full(k):
                 continue

@@ -13,6 +13,11 @@ _SITE = re.compile(r"^(?P<file>.*?):(?P<line>\d+): ?(?P<code>.*)$")
 _MAX_CODE = 72
 
 
+PARAM_TAG = "__MODULE_PARAM__"
+"""Tag of the placeholders `nn.Module` makes for parameters and buffers: an undefined point
+of one is a missing optimizer step or fixed(), which the run-time error says."""
+
+
 def site_parts(site: str | None) -> tuple[str, int, str] | None:
     """(file, line, code) of a site string 'file:line: code' from `errors.user_site`."""
     if not site:
