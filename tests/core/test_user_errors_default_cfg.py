@@ -68,6 +68,15 @@ def base_case_on_the_wrong_dim(cfg: ExecutionConfig) -> None:
     ctx.compile({B: 2, T: 3})
 
 
+def time_index_on_the_batch_dim(cfg: ExecutionConfig) -> None:
+    ctx, b, B, t, T = ctx2(cfg)
+    with ctx:
+        x = RT.random((3,), domain=(b, t))
+        y = x[t - 1] + x  # MISTAKE
+        y[0:B, 0:T].sink_udf(lambda v: None)
+    ctx.compile({B: 2, T: 5})
+
+
 def const_of_a_list_of_tensors(cfg: ExecutionConfig) -> None:
     ctx, b, B, t, T = ctx2(cfg)
     with ctx:
@@ -81,6 +90,9 @@ CASES: list[tuple[Callable[[ExecutionConfig], None], type[Exception], tuple[str,
     (window_sum_past_the_end, errors.IndexExprError, ("past the end T - 1 of t",)),
     (lstm_state_pair_into_one_placeholder, errors.DefinitionError, ("tuple of 2", "unpack")),
     (const_of_a_list_of_tensors, errors.TempoError, ("RT.stack",)),
+    # the first index addresses b: say so (the clamp alone is the wrong advice)
+    (time_index_on_the_batch_dim, errors.IndexExprError,
+     ("index position 1 addresses b", "domain (b, t)")),
     # vectorised over b, the read at t - 1 looked like a missing clamp (no b, no base case)
     (base_case_on_the_wrong_dim, errors.IndexExprError,
      ("t = 0 and b >= 1", "b = 1, t = 0", "define its base case")),
