@@ -8,6 +8,7 @@ Tempo cannot honour raise first (`tempo.core.config_support`)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import time
@@ -23,7 +24,7 @@ from tempo.core import naming
 from tempo.core.config_support import check_supported
 from tempo.core.configs import ExecutionConfig
 from tempo.core.dtype import dtypes
-from tempo.core.errors import BoundError, UnsupportedError
+from tempo.core.errors import BoundError, IndexExprError, UnsupportedError
 from tempo.core.index_expr import Symbol
 from tempo.core.sdg import SDG, TensorId
 from tempo.runtime.backend_registry import backend_for
@@ -116,7 +117,13 @@ def compile_sdg(
         graph = spread_ended_bounds(graph, stops)
         check_ragged_reads(graph, stops)
         order = with_stop_order(graph, stops)
-        sched = compute_schedule(order, resolved, stored)
+        try:
+            sched = compute_schedule(order, resolved, stored)
+        except IndexExprError:
+            plain = _plainer_error(sdg, cfg, resolved, stops)
+            if plain is None:
+                raise
+            raise plain from None
         timings.update(sched.timings_ms)
         progress.done("schedule", (time.perf_counter() - t) * 1e3, _isl_note(sched.timings_ms))
         progress.start("code generation")
@@ -129,6 +136,32 @@ def compile_sdg(
     if cfg.writes_artefacts():  # no ./runs/<timestamp>/ unless the user asked
         _write(cfg, "compilation_profile.json", json.dumps(timings, indent=1))
     return exe
+
+
+#: The passes that batch, fuse or tile ops: an out-of-range read found after them is
+#: explained on the graph without them, where each op is still one user line over its
+#: own dims (vectorised over b, a missing base case at b >= 1 reads as "t - 1 < 0").
+_RESHAPING: dict[str, Any] = {"enable_vectorization": False, "enable_fusion": False,
+              "enable_dataflow_grouping": False, "enable_incrementalization": False,
+              "enable_statifying_incrementalization": False}
+
+
+def _plainer_error(sdg: SDG, cfg: ExecutionConfig, resolved: dict[Symbol, int],
+                   stops: list[tuple[TensorId, str]]) -> IndexExprError | None:
+    """The same mistake's error from the graph without the reshaping passes (only run on
+    the error path), or None when that graph schedules (then the first error stands)."""
+    if all(getattr(cfg, k) == v for k, v in _RESHAPING.items()):
+        return None
+    plain_cfg = dataclasses.replace(cfg, **_RESHAPING)
+    try:
+        graph = run_pipeline(sdg, plain_cfg, resolved)
+        graph = spread_ended_bounds(graph, stops)
+        compute_schedule(with_stop_order(graph, stops), resolved, _collected(graph, plain_cfg))
+    except IndexExprError as err:
+        return err
+    except Exception:  # noqa: BLE001 - the explanation is best effort; the first error stands
+        return None
+    return None
 
 
 def _collected(graph: SDG, cfg: ExecutionConfig) -> list[TensorId]:

@@ -292,16 +292,20 @@ def sum(
     x: MaybeRecurrentTensor,
     dims: int | Sequence[int] | None = None,
     keepdim: bool = False,
+    *,
+    dim: int | Sequence[int] | None = None,
 ) -> RecurrentTensor:
-    return lift(x).sum(dims, keepdim)
+    return lift(x).sum(dims, keepdim, dim=dim)
 
 
 def mean(
     x: MaybeRecurrentTensor,
     dims: int | Sequence[int] | None = None,
     keepdim: bool = False,
+    *,
+    dim: int | Sequence[int] | None = None,
 ) -> RecurrentTensor:
-    return lift(x).mean(dims, keepdim)
+    return lift(x).mean(dims, keepdim, dim=dim)
 
 
 def std(
@@ -309,8 +313,10 @@ def std(
     dims: int | Sequence[int] | None = None,
     correction: float = 1.0,
     keepdim: bool = False,
+    *,
+    dim: int | Sequence[int] | None = None,
 ) -> RecurrentTensor:
-    return lift(x).std(dims, correction, keepdim)
+    return lift(x).std(dims, correction, keepdim, dim=dim)
 
 
 def var(
@@ -318,8 +324,10 @@ def var(
     dims: int | Sequence[int] | None = None,
     correction: float = 1.0,
     keepdim: bool = False,
+    *,
+    dim: int | Sequence[int] | None = None,
 ) -> RecurrentTensor:
-    return lift(x).var(dims, correction, keepdim)
+    return lift(x).var(dims, correction, keepdim, dim=dim)
 
 
 def prod(

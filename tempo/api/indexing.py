@@ -45,8 +45,9 @@ def _expand_key(key: Any, total: int, what: str = "the tensor") -> list[Any]:
         keys = keys[:at] + [_FULL] * max(fill, 0) + keys[at + 1 :]
     if len(keys) > total:
         dims = f"{total} dim" + "s" * (total != 1)
-        raise IndexExprError(f"{len(keys)} indices for {what}, which has {dims} in all",
-                             site=user_site())
+        msg = (f"{len(keys)} indices for {what}" if what.startswith("the definition")
+               else f"{len(keys)} indices for {what}, which has {dims} in all")
+        raise IndexExprError(msg, site=user_site())
     return keys
 
 
@@ -186,7 +187,10 @@ def setitem(x: RTBase, key: Any, value: Any) -> None:
         _check_affine(ie.lift_to_bool_ie(key), f"the definition of {label(x)}")
         cond = cond & ie.lift_to_bool_ie(key)
     else:
-        keys = _expand_key(key, len(vars_))
+        hint = (": give the placeholder the dims its definitions index, e.g. "
+                "RT.placeholder(shape, dtype, domain=(t,))" if not vars_ else "")
+        keys = _expand_key(key, len(vars_), f"the definition of {label(x)}, whose domain "
+                           f"{naming.domain_word(op.domain)} has {len(vars_)} dims{hint}")
         for v, k in zip(vars_, keys):
             if _is_full(k):
                 continue
@@ -248,6 +252,12 @@ def _lift_value(value: Any, x: RTBase) -> RecurrentTensor:
 
     if isinstance(value, bool | int | float):
         return creation.const(value, shape=tuple(x.shape), dtype=x.dtype)
+    if isinstance(value, tuple | list) and any(isinstance(v, RTBase) for v in value):
+        raise DefinitionError(
+            f"{label(x)} is defined by a {type(value).__name__} of {len(value)} values (e.g. the "
+            "(h, c) pair an LSTMCell returns): a definition takes one tensor, so unpack it "
+            "first (`h_new, c_new = cell(x, (h, c))`, then `h[...] = h_new`, `c[...] = c_new`)",
+            site=user_site())
     val = lift(value)
     if val.is_indexed and any(isinstance(m, ie.Slice) for m in val.read_expr):
         val = val.ident()

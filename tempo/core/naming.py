@@ -13,6 +13,11 @@ _SITE = re.compile(r"^(?P<file>.*?):(?P<line>\d+): ?(?P<code>.*)$")
 _MAX_CODE = 72
 
 
+PARAM_TAG = "__MODULE_PARAM__"
+"""Tag of the placeholders `nn.Module` makes for parameters and buffers: an undefined point
+of one is a missing optimizer step or fixed(), which the run-time error says."""
+
+
 def site_parts(site: str | None) -> tuple[str, int, str] | None:
     """(file, line, code) of a site string 'file:line: code' from `errors.user_site`."""
     if not site:
@@ -79,6 +84,10 @@ def kind(op: Any) -> str:
                 "sink_udf": "sink_with_ts_udf"}[name]
     if name in _KINDS:
         return _KINDS[name]
+    if name == "region":  # a fused group: the user sees the op of the line it names
+        site = getattr(op, "site", "")
+        member = next((m for m in getattr(op, "body", ()) if site and m.site == site), None)
+        return kind(member) if member is not None else "computation"
     described = op.describe() if hasattr(op, "describe") else name
     return described if described.isidentifier() else name
 

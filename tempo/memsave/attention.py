@@ -14,6 +14,7 @@ from torch import nn
 
 from tempo.memsave import chunks
 from tempo.memsave.bitpack import load_mask, store_mask
+from tempo.memsave.first_order import first_order_only
 
 
 def dropout_keep_mask(
@@ -55,6 +56,7 @@ class SoftmaxDropoutMatmulFunction(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx: Any, d_out: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
+        first_order_only("softmax_dropout_matmul", "softmax then matmul")
         probs, stored, v = ctx.saved_tensors
         need_s, need_v = ctx.needs_input_grad[:2]
         sq, sk, dv_dim = probs.shape[-2], probs.shape[-1], v.shape[-1]

@@ -15,6 +15,7 @@ import torch
 from torch import nn
 
 from tempo.memsave import chunks
+from tempo.memsave.first_order import first_order_only
 
 #: Forward calls that saved the input because min|gamma| was below the threshold.
 FALLBACK_CALLS: list[int] = [0]
@@ -61,6 +62,7 @@ class InplaceLayerNormFunction(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx: Any, dy: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
+        first_order_only("InplaceLayerNorm", "nn.LayerNorm")
         need_x, _, need_w, need_b = ctx.needs_input_grad[:4]
         if ctx.fallback:
             x, mean, rstd, weight, bias = ctx.saved_tensors

@@ -85,9 +85,10 @@ def outside_error(
     msg = f"{naming.at_site(site)} reads {naming.op_label(src, sdg.names)} at {read}"
     if found is not None:
         msg += f", but {found.words} {_when(sdg, e, decl, values)}. {_fix(sdg, e, found)}"
+        msg += _swapped_dims(src, e, found)
     else:
         msg += f" outside its domain {_when(sdg, e, decl, values)}"
-    if op.op_id not in (reader.op_id, src.op_id):
+    if op.op_id not in (reader.op_id, src.op_id) and (op.site or op.op_id in sdg.names):
         msg += f" (the value is needed by {naming.op_label(op, sdg.names)})"
     return IndexExprError(msg, site=site)
 
@@ -124,6 +125,23 @@ def _fix(sdg: SDG, e: Edge, s: Side) -> str:
         return f"Use an index of at most {s.last}"
     return (f"Clamp it (`ie.min({s.word}, {s.last})`) or read it only where it exists "
             f"(e.g. `with ctx.when(...)` around the definition that reads it)")
+
+
+def _swapped_dims(src: ops.Op, e: Edge, s: Side) -> str:
+    """A hint when the index at `s.var`'s position uses another of the source's own dims
+    only (`x[t - 1]` on a (b, t) tensor addresses b): positions follow the domain order."""
+    dims = list(src.domain.variables)
+    pos = [k for k, v in enumerate(dims) if v.name == s.var.name]
+    if not pos or pos[0] >= len(e.expr):
+        return ""
+    used = {v.name for v in e.expr[pos[0]].vars_used()}
+    others = {v.name for v in dims} - {s.var.name}
+    if not used or s.var.name in used or not used <= others:
+        return ""
+    order = ", ".join(v.name for v in dims)
+    return (f" (index position {pos[0] + 1} addresses {s.var.name}: a read's positions "
+            f"follow the domain ({order}), so `{naming.expr_word(e.expr[pos[0]])}` there "
+            f"is a point of {s.var.name}, not of {sorted(used)[0]})")
 
 
 def _cap(text: str) -> str:

@@ -54,6 +54,11 @@ def backward(x: RT, grad: Any = None) -> None:
         # recorded before h[...] = f(w)): the flags of the ops recorded in between are stale
         x.requires_grad = True
         tape_of(ctx).note_produced(x, x.tensor_id.op_id)  # an op result, not a leaf
+    if x.requires_grad is not True and _reads_a_gradient(x):
+        raise GradientError(f"backward() of {naming.op_label(x.op, x.sdg.names)}, which is "
+                            "computed from a gradient (a .grad tensor): gradients of "
+                            "gradients (double backward, e.g. a gradient penalty) are not "
+                            "supported: Tempo's autodiff is first-order", site=user_site())
     if x.requires_grad is not True:  # None: no input asked for grad; torch raises too
         raise GradientError(f"backward() of {naming.op_label(x.op, x.sdg.names)}, which does "
                             "not require grad: no tensor it is computed from was made with "
@@ -89,6 +94,21 @@ def _reaches_a_leaf(ctx: Any, x: RT) -> bool:
     (its branches may be assigned after it was read), so the graph is the truth."""
     bw = _Backward(ctx, x.tensor_id)
     return any(bw.tape.is_leaf(t) for t in bw._upstream(x.tensor_id) if t != x.tensor_id)
+
+
+def _reads_a_gradient(x: RT) -> bool:
+    """Whether x is computed from an op an earlier backward() recorded (its grads carry
+    no requires_grad, so without this the error would blame the weights' flags)."""
+    sdg, seen, work = x.sdg, {x.tensor_id.op_id}, [x.tensor_id.op_id]
+    while work:
+        op = sdg.ops[work.pop()]
+        if BACKWARD_REGION in op.tags:
+            return True
+        for e in sdg.in_edges.get(op.op_id, []):
+            if e.src.op_id not in seen:
+                seen.add(e.src.op_id)
+                work.append(e.src.op_id)
+    return False
 
 
 def check_lowering_config(ctx: Any, cfg: Any) -> None:

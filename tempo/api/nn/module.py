@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from tempo.core import index_expr as ie
+from tempo.core import naming
 from tempo.core.domain import Domain, DomainLike
 from tempo.core.errors import DomainError, UnsupportedError, user_site
 
@@ -80,9 +81,12 @@ class Module:
     def _placeholder_from(self, init_rt: Any, requires_grad: bool) -> RecurrentTensor:
         rt = _rt()
         init = rt.lift(init_rt)
-        p = rt.placeholder(
-            init.shape, init.dtype, domain=self.full_dom, requires_grad=requires_grad
-        )
+        from tempo.api.tempo_context_manager import get_active_ctx_manager
+
+        with get_active_ctx_manager().tag_region(naming.PARAM_TAG):
+            p = rt.placeholder(
+                init.shape, init.dtype, domain=self.full_dom, requires_grad=requires_grad
+            )
         p[origin_condition(self.domain)] = init
         return p
 
@@ -189,9 +193,17 @@ class Module:
         return self.forward(*args, **kwargs)
 
 
-def _unique(xs: list[RecurrentTensor]) -> list[RecurrentTensor]:
+class TensorList(list):
+    """The list `parameters` / `buffers` give; calling it returns itself, so torch's
+    `Adam(model.parameters(), ...)` works as well as the attribute form (API §6.1)."""
+
+    def __call__(self) -> TensorList:
+        return self
+
+
+def _unique(xs: list[RecurrentTensor]) -> TensorList:
     seen: set[int] = set()
-    out = []
+    out = TensorList()
     for x in xs:
         if id(x) not in seen:
             seen.add(id(x))

@@ -68,6 +68,12 @@ def placeholder_like(x: RTBase, requires_grad: bool | None = None) -> RecurrentT
     return placeholder(x.shape, x.dtype, x.domain, requires_grad)
 
 
+def _holds_tensor(val: Any) -> bool:
+    """Whether a (nested) list or tuple has a RecurrentTensor among its leaves."""
+    return any(isinstance(v, RTBase) or (isinstance(v, list | tuple) and _holds_tensor(v))
+               for v in val)
+
+
 def const(val: Any, shape: ShapeLike | None = None, dtype: DataTypeLike | None = None,
           domain: DomainLike = None, requires_grad: bool | None = None) -> RecurrentTensor:
     """A constant over the empty domain; the dtype is implied from `val` unless given.
@@ -78,6 +84,10 @@ def const(val: Any, shape: ShapeLike | None = None, dtype: DataTypeLike | None =
                       stacklevel=2)
     if isinstance(val, np.ndarray) and shape is not None:
         raise ShapeError("const() takes no shape with an ndarray value", site=user_site())
+    if isinstance(val, list | tuple) and _holds_tensor(val):
+        raise TempoError(f"const() of a {type(val).__name__} holding RecurrentTensors: a constant "
+                         "is made of numbers; join tensors with RT.stack(...) / RT.cat(...)",
+                         site=user_site())
     dt = dtypes.implied(val) if dtype is None else dtypes.from_(dtype)
     if hasattr(val, "detach"):  # torch (its bfloat16 has no numpy conversion of its own)
         from tempo.runtime.host_arrays import torch_to_host

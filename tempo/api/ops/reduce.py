@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from tempo.api.tensor_base import RTBase, lift, record, record1
 from tempo.core import ops
 from tempo.core.dtype import dtypes
-from tempo.core.errors import ShapeError, user_site
+from tempo.core.errors import ArgumentError, ShapeError, user_site
 
 if TYPE_CHECKING:
     from tempo.api.recurrent_tensor import RecurrentTensor
@@ -100,19 +100,29 @@ def _slice_var(x: Any, d: int) -> Any:
     return slices[d][1] if d < len(slices) else None
 
 
+def _torch_dim(dims: Any, dim: Any, name: str) -> Any:
+    """`dims`, or torch's spelling `dim=` of it (what a PyTorch user types first)."""
+    if dim is None:
+        return dims
+    if dims is not None:
+        raise ArgumentError(f"{name}() takes dims or dim (its torch spelling), not both",
+                            site=user_site())
+    return dim
+
+
 class ReduceOps:
     """Reduction methods mixed into RecurrentTensor."""
 
     def sum(self: TensorSelf, dims: int | Sequence[int] | None = None,
-            keepdim: bool = False) -> RecurrentTensor:
-        ds = _dims(dims, self)
+            keepdim: bool = False, *, dim: int | Sequence[int] | None = None) -> RecurrentTensor:
+        ds = _dims(_torch_dim(dims, dim, "sum"), self)
         if not ds:
             return self.ident()
         return record1(ops.SumOp, [self], dims=ds, keepdim=keepdim)
 
     def mean(self: TensorSelf, dims: int | Sequence[int] | None = None,
-             keepdim: bool = False) -> RecurrentTensor:
-        ds = _dims(dims, self)
+             keepdim: bool = False, *, dim: int | Sequence[int] | None = None) -> RecurrentTensor:
+        ds = _dims(_torch_dim(dims, dim, "mean"), self)
         n: Any = 1
         for d in ds:
             n = n * self.shape[d]
@@ -195,9 +205,9 @@ class ReduceOps:
         return out if keepdim else out.squeeze(ds)
 
     def std(self: TensorSelf, dims: int | Sequence[int] | None = None, correction: float = 1.0,
-            keepdim: bool = False) -> RecurrentTensor:
+            keepdim: bool = False, *, dim: int | Sequence[int] | None = None) -> RecurrentTensor:
         """sqrt(sum((x - mean)^2) / (N - correction)) (API §7.5: `correction` honoured)."""
-        ds = _dims(dims, self)
+        ds = _dims(_torch_dim(dims, dim, "std"), self)
         n: Any = 1
         for d in ds:
             n = n * self.shape[d]
@@ -210,8 +220,8 @@ class ReduceOps:
         return (sq / (from_expr(n).cast(sq.dtype) - correction)).sqrt()
 
     def var(self: TensorSelf, dims: int | Sequence[int] | None = None, correction: float = 1.0,
-            keepdim: bool = False) -> RecurrentTensor:
-        return self.std(dims, correction, keepdim) ** 2
+            keepdim: bool = False, *, dim: int | Sequence[int] | None = None) -> RecurrentTensor:
+        return self.std(_torch_dim(dims, dim, "var"), correction, keepdim) ** 2
 
     def prod(self: TensorSelf, dims: int | None = None, keepdim: bool = False) -> RecurrentTensor:
         """Product over one dim (or all), via cumprod's last element."""

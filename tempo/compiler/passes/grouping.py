@@ -324,6 +324,7 @@ def fuse(sdg: SDG, members: list[int], cfg: ExecutionConfig) -> RegionOp:
     outside and giving every value that is read outside (through the SDG helpers)."""
     position = {m: k for k, m in enumerate(members)}
     inputs: list[tuple[TensorId, IndexSequence]] = []
+    sites: list[str] = []  # the user's line of each input read, for errors after grouping
     slot: dict[tuple[TensorId, str], int] = {}
     reads: list[tuple[Ref, ...]] = []
     for m in members:
@@ -336,11 +337,14 @@ def fuse(sdg: SDG, members: list[int], cfg: ExecutionConfig) -> RegionOp:
             if key not in slot:
                 slot[key] = len(inputs)
                 inputs.append((e.src, e.expr))
+                sites.append(e.site or sdg.ops[m].site)
             refs.append(Ref(REGION_INPUT, slot[key]))
         reads.append(tuple(refs))
     outs = [TensorId(m, k) for m in members for k in range(sdg.ops[m].num_outputs)
             if any(e.sink not in position for e in sdg.readers(TensorId(m, k)))]
     first = sdg.ops[members[0]]
+    # A region made of internal ops first (a pass's permute) still names the user's line.
+    site = next((sdg.ops[m].site for m in members if sdg.ops[m].site), "")
     body = tagged_body(sdg, members,
                        tuple(bind_bounds(sdg.ops[m], sdg.bound_defs) for m in members))
     infos = [sdg.tensors[t] for t in outs]
@@ -348,14 +352,16 @@ def fuse(sdg: SDG, members: list[int], cfg: ExecutionConfig) -> RegionOp:
     sizes += [_elements(sdg, i.shape) for i in infos]
     static = all(n is not None for n in sizes)
     elements = max((n for n in sizes if n is not None), default=0)
-    region = RegionOp(op_id=sdg.new_id(), domain=first.domain, site=first.site, body=body,
+    region = RegionOp(op_id=sdg.new_id(), domain=first.domain, site=site, body=body,
                       reads=tuple(reads),
                       outputs=tuple(Ref(position[t.op_id], t.output_id) for t in outs),
                       compiled=compiled(cfg, elements, static),
                       generated=cfg.enable_codegen_dataflows, elements=elements,
                       input_types=tuple(sdg.tensors[src].dtype for src, _ in inputs),
                       scratch_bytes=scratch_bytes(sdg, members, reads, outs))
-    sdg.add_op(region, inputs, [i.shape for i in infos], [i.dtype for i in infos])
+    sdg.add_op(region, [], [i.shape for i in infos], [i.dtype for i in infos])
+    for k, ((src, expr), where) in enumerate(zip(inputs, sites)):
+        sdg.add_edge(Edge(region.op_id, k, src, expr, None, where))
     for k, t in enumerate(outs):
         sdg.replace_all_uses(t, TensorId(region.op_id, k), where=_outside(position))
     sdg.remove_ops(members)

@@ -303,10 +303,14 @@ class PythonExecutor(Executor):
         op = self.sdg.ops[op_id]
         at = naming.point_word({v.name: p for v, p in zip(op.domain.variables, point)})
         defs = "; ".join(naming.at_site(e.site) for e in self.sdg.in_edges[op_id] if e.site)
+        fix = "Add a definition that covers that point (e.g. a last `x[True] = ...`)"
+        if naming.PARAM_TAG in op.tags:
+            fix = ("It is a module's parameter, defined at the start of the module's update "
+                   "domain only: later points come from an optimizer (`opt.step()` after "
+                   "`loss.backward()`), or call `module.fixed()` to hold it constant")
         raise UndefinedPointError(
             f"{naming.op_label(op, self.sdg.names)} is read at {at or 'its only point'}, where "
-            f"none of its definitions holds ({defs or 'it has none'}). Add a definition that "
-            "covers that point (e.g. a last `x[True] = ...`)", site=op.site)
+            f"none of its definitions holds ({defs or 'it has none'}). {fix}", site=op.site)
 
     # ---------------------------------------------------------------- API
     def execute(self) -> None:

@@ -105,3 +105,15 @@ def test_leaf_placeholder_reading_itself_is_fine() -> None:
     exe.execute()
     got = exe.get_spatial_tensor_torch(g.tensor_id, (slice(None),)).detach().cpu()
     assert_close([got], [torch.tensor([[2.0, -4.0]] * 3)])
+
+
+def test_backward_of_a_gradient_says_double_backward_is_unsupported() -> None:
+    """A gradient penalty written as in torch (`(w.grad ** 2).sum().backward()`) blamed the
+    weights' requires_grad flags; the error now says gradients are first-order."""
+    p = Prog(1)
+    with p.ctx:
+        w = RT.const(np.array([0.5, -1.0], np.float32), requires_grad=True)
+        (w * w * w).sum().backward()
+        pen = (w.grad * w.grad).sum()
+        with pytest.raises(GradientError, match="computed from a gradient.*first-order"):
+            pen.backward()

@@ -119,3 +119,15 @@ def test_discounted_sums_with_tensor_gamma() -> None:
     w = g ** torch.arange(5, dtype=torch.float32)
     cum = torch.stack([(x[k:] * w[: 5 - k, None]).sum(0) for k in range(5)])
     assert_same(got, [(x * w[:, None]).sum(0), cum], rtol=1e-5, atol=1e-5)
+
+
+def test_torch_spelling_dim_of_sum_mean_std() -> None:
+    """`x.sum(dim=0)` is what a PyTorch user types first: the same as `dims=` (it raised
+    'unexpected keyword argument dim'); both at once is an error at the user's line."""
+    x = make_input((3, 4), torch.float32, seed=7)
+    got = run_static(lambda a: [a.sum(dim=0), a.mean(dim=-1, keepdim=True), a.std(dim=0),
+                                tpo.sum(a, dim=(0, 1)), tpo.var(a, dim=1, correction=0)], x)
+    want = [x.sum(0), x.mean(-1, keepdim=True), x.std(0), x.sum((0, 1)), x.var(1, correction=0)]
+    assert_same(got, want, rtol=1e-5, atol=1e-5)
+    with pytest.raises(TempoError, match="dims or dim"):
+        run_static(lambda a: [a.sum(0, dim=1)], x)
