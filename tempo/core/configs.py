@@ -285,6 +285,14 @@ class Tuning:
     E7 (cap 64 MiB): offloading always moved TD(n)'s idle Adam moments, a few MiB, at every
     step; with cap/8 TD(1/8/64) swap 0 bytes and MC swaps 45.5 MiB/iter (results/e7)."""
 
+    grouping_effort: int = 250_000
+    """Search effort (ops visited plus path states) one grouping pass may spend deciding
+    whether joins would close a cycle (compiler/passes/grouping_cycles.py `Work`); joins
+    asked after it is spent are refused (safe: less fusion). The compile bench's
+    programs spend at most ~90k (lstm_bptt_T64 87k, ppo 76k, most 0); accept5b's Llama
+    fine-tune over (i, layer, t) spent 1.37M: 7.1 of its 8 CPU-s compile. At ~5 us a
+    unit the cap is ~1.3 s."""
+
     fold_bytes: int = 256 << 10
     """Largest excursion `codegen_charges.fold` merges into one reservation (without a
     cap). A charge costs more than a decode step's small kernels (attribute reads and

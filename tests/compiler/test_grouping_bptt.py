@@ -86,3 +86,38 @@ def test_bptt_of_a_plain_nonlinear_recurrence(backend: str, on: bool, fn: str,
     if on:  # the forward step and the backward step are each still fused
         regions = list(region_members(exe.sdg))
         assert len(regions) >= 2, regions
+
+
+@pytest.mark.parametrize("backend", ["torch", "numpy"])
+def test_joins_asked_after_the_search_effort_is_spent_are_refused(
+        backend: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The grouping pass's cycle searches share one effort budget (`Tuning.grouping_effort`,
+    grouping_cycles.Work): a Llama fine-tune spent 7 of its 8 CPU-s compile there. Spent,
+    every join that needs a search is refused: fewer members fused, the same gradient."""
+    from tempo.compiler.passes import grouping
+    from tempo.core.configs import TUNING, tuned
+
+    made: list[Any] = []
+
+    class Recorded(grouping.Work):  # type: ignore[misc, name-defined]
+        def __init__(self, limit: int) -> None:
+            super().__init__(limit)
+            made.append(self)
+
+    monkeypatch.setattr(grouping, "Work", Recorded)
+    loss, grad = reference("tanh", True)
+    fused = {}
+    for effort in (TUNING.grouping_effort, 0):
+        made.clear()
+        with tuned(grouping_effort=effort):
+            got, exe = run(backend, True, "tanh", True)
+        np.testing.assert_allclose(got["loss"], loss, rtol=1e-5)
+        np.testing.assert_allclose(got["grad"], grad, rtol=1e-4, atol=1e-5)
+        fused[effort] = sum(len(r.body) for r in region_members(exe.sdg))
+        used = max(w.limit - w.left for w in made)
+        refused = sum(w.refused for w in made)
+        if effort:
+            assert 0 < used < effort and refused == 0  # it searched, within the budget
+        else:
+            assert refused > 0
+    assert fused[0] < fused[TUNING.grouping_effort], fused

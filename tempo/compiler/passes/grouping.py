@@ -20,12 +20,19 @@ Under a device memory cap only ops of static shapes join (their scratch is a con
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Callable, Iterable
 
 import islpy as isl
 
-from tempo.compiler.passes.grouping_cycles import Interval, edge_distance, orderable, returns
+from tempo.compiler.passes.grouping_cycles import (
+    Interval,
+    Work,
+    edge_distance,
+    orderable,
+    returns,
+)
 from tempo.compiler.passes.grouping_escapes import Escapes
 from tempo.compiler.passes.grouping_folds import tagged_body
 from tempo.core import ops
@@ -37,6 +44,8 @@ from tempo.core.ops_region import REGION_INPUT, Ref, RegionOp
 from tempo.core.sdg import SDG, Edge, TensorId
 from tempo.core.shape import Shape
 from tempo.schedule.grouping import INF, detour, is_basis, zero_distance_oracle
+
+_log = logging.getLogger(__name__)
 
 NOT_FUSIBLE: tuple[type[Op], ...] = (
     ops.MergeOp, ops.UDFSourceOp, ops.SinkUDFOp, ops.MapUDFOp, ops.BarrierOp, ops.RandOp,
@@ -204,6 +213,7 @@ def find_regions(sdg: SDG, max_size: int, static_only: bool = False) -> list[lis
     gneed = dict(need)  # a group's demand (a fresh one per group that mixes demands)
     gext = dict(ext)  # whether all its members may run at more points
     cache: dict[tuple[int, tuple[str, ...]], Interval] = {}
+    effort = Work(TUNING.grouping_effort)
 
     def find(i: int) -> int:
         while parent[i] != parent[parent[i]]:
@@ -237,15 +247,15 @@ def find_regions(sdg: SDG, max_size: int, static_only: bool = False) -> list[lis
         # along a variable read both ways (BPTT's h[t-1] and dh[t+1]) the region's own
         # paths back to itself must all ask for one direction (`orderable`)
         if set(names) - risky[names] and not orderable(sdg, members[a] + members[b],
-                                                         members_of, names, dist):
+                                                         members_of, names, dist, effort):
             return False
         succ = graphs[names][0]
         if not (a in succ[b] or detour(succ, a, b) or detour(succ, b, a)) and not (
                 names in escapes and escapes[names].undecided(a, b)):
             return True
         both = ga | gb
-        return not (returns(sdg, members[a], gb, both, members_of, names, dist)
-                    or returns(sdg, members[b], ga, both, members_of, names, dist))
+        return not (returns(sdg, members[a], gb, both, members_of, names, dist, effort)
+                    or returns(sdg, members[b], ga, both, members_of, names, dist, effort))
 
     for sink in order:
         if sink not in ok:
@@ -269,6 +279,9 @@ def find_regions(sdg: SDG, max_size: int, static_only: bool = False) -> list[lis
                 _merge(succ, pred, a, b)
             for esc in escapes.values():
                 esc.merged(a, b)
+    if effort.refused:
+        _log.info("grouping: search effort spent (%d units); %d joins refused unsearched",
+                  effort.limit - effort.left, effort.refused)
     rank = {i: k for k, i in enumerate(order)}
     return [sorted(ms, key=rank.__getitem__) for ms in members.values() if len(ms) > 1]
 
