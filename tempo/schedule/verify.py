@@ -7,42 +7,35 @@ placed a statement against that schedule (accept6 c13, PPO with epochs: a batch 
 sampled actions ran before the samples it reads). A wrong order raises at run time when the
 point is missing, or, in a store that keeps only its newest point, silently reads another
 point's value. This check names such an order at compile time as a bug in Tempo's compiler,
-with the user's lines of the reader and the point it reads. It costs time in the points run
-times the points they read, so it runs with `validate_pipeline_stages` (test and debug
-configs) only, and stops checking past a budget of reads."""
+with the user's lines of the reader and the point it reads.
+
+The tree and each op's reads are generated as Python (as the runtime's code is), about a
+microsecond per point read. It runs with `validate_pipeline_stages` (test and debug
+configs) only, and stops checking, quietly, past a budget of point reads."""
 
 from __future__ import annotations
 
-import itertools
 import math
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
-from types import CodeType
+from collections.abc import Mapping
 from typing import Any
 
 from tempo.core import naming
 from tempo.core.errors import ScheduleError
 from tempo.core.index_expr.int_nodes import _tempo_no_branch
+from tempo.core.index_expr.sequences import Slice
 from tempo.core.sdg import SDG, Edge, TensorId
 from tempo.schedule.tree import Exec, Free, If, Loop, Node, Seq, While
 
-READ_BUDGET = 2_000_000  # point reads checked per compile (a few seconds of Python)
-_GLOBALS: dict[str, Any] = {"__builtins__": {}, "min": min, "max": max, "math": math,
-                            "slice": slice, "_tempo_no_branch": _tempo_no_branch}
+READ_BUDGET = 500_000  # point reads checked per compile (about half a CPU second)
 
 
 class _OverBudget(Exception):
     """The check read more points than its budget: the rest of the tree is not checked."""
 
 
-@dataclass(frozen=True)
-class _Read:
-    """One input edge of an op, as compiled Python over the op's dims and the bounds."""
-
-    edge: Edge
-    cond: CodeType | None
-    expr: CodeType
-    src_bounds: tuple[CodeType, ...]
+class _Found(Exception):
+    """A wrong order, raised from the generated code: (op, point, edge index, read point,
+    what went wrong)."""
 
 
 def verify_order(sdg: SDG, tree: Node, bounds: Mapping[str, int],
@@ -50,135 +43,125 @@ def verify_order(sdg: SDG, tree: Node, bounds: Mapping[str, int],
     """Raise ScheduleError at the first read of a point not yet made or already freed (or
     an op run twice at one point); True when the whole tree was checked, False when the
     budget ran out first."""
-    return _Checker(sdg, bounds, budget).run(tree)
+    ops_run = sorted({n.op_id for n in _walk(tree) if isinstance(n, Exec)})
+    frees = sorted({n.tensor for n in _walk(tree) if isinstance(n, Free)},
+                   key=lambda t: (t.op_id, t.output_id))
+    made: dict[int, set[tuple[int, ...]]] = {i: set() for i in sdg.ops}
+    freed: dict[TensorId, set[tuple[int, ...]]] = {t: set() for t in frees}
+    env: dict[str, Any] = {"min": min, "max": max, "math": math, "range": range,
+                           "_tempo_no_branch": _tempo_no_branch, "_Found": _Found,
+                           "_OverBudget": _OverBudget, "_left": [budget]}
+    env.update({k: int(v) for k, v in bounds.items()})
+    for i in sdg.ops:
+        env[f"_M{i}"] = made[i]
+    for t in frees:
+        env[f"_F{t.op_id}_{t.output_id}"] = freed[t]
+    lines: list[str] = []
+    for op_id in ops_run:
+        lines += _op_checker(sdg, op_id, freed)
+    lines.append("def _run():")
+    lines += _tree_lines(tree, 1) or ["    pass"]
+    exec(compile("\n".join(lines), "<schedule check>", "exec"), env)  # noqa: S102
+    try:
+        env["_run"]()
+    except _OverBudget:
+        return False
+    except _Found as f:
+        raise _error(sdg, *f.args) from None
+    return True
 
 
-class _Checker:
-    def __init__(self, sdg: SDG, bounds: Mapping[str, int], budget: int) -> None:
-        self.sdg, self.bounds, self.budget = sdg, dict(bounds), budget
-        self.made: dict[int, set[tuple[int, ...]]] = {}
-        self.freed: dict[TensorId, set[tuple[int, ...]]] = {}
-        self.code: dict[str, CodeType] = {}
-        self.reads: dict[int, list[_Read]] = {}
-
-    # ------------------------------------------------------------------ tree walking
-    def run(self, tree: Node) -> bool:
-        try:
-            self._node(tree, dict(self.bounds))
-        except _OverBudget:
-            return False
-        return True
-
-    def _eval(self, src: str, env: dict[str, int]) -> Any:
-        c = self.code.get(src)
-        if c is None:
-            c = self.code[src] = compile(src, "<schedule>", "eval")
-        return eval(c, _GLOBALS, env)  # noqa: S307 - the schedule's own index expressions
-
-    def _node(self, node: Node, env: dict[str, int]) -> None:
-        if isinstance(node, Seq):
-            for c in node.children:
-                self._node(c, env)
-        elif isinstance(node, Loop):
-            lo, hi = self._eval(node.lo, env), self._eval(node.hi, env)
-            for v in range(lo, hi, node.step):
-                env[node.counter] = v
-                self._node(node.body, env)
-        elif isinstance(node, While):
-            env[node.counter] = self._eval(node.init, env)
-            while self._eval(node.cond, env):
-                self._node(node.body, env)
-                env[node.counter] += node.step
-        elif isinstance(node, If):
-            if self._eval(node.cond, env):
-                self._node(node.then, env)
-            elif node.else_ is not None:
-                self._node(node.else_, env)
-        elif isinstance(node, Exec):
-            self._exec(node.op_id, tuple(int(self._eval(p, env)) for p in node.point))
-        elif isinstance(node, Free):
-            self.freed.setdefault(node.tensor, set()).add(
-                tuple(int(self._eval(p, env)) for p in node.point))
-        # Offload/Fetch move points between devices: the point stays readable
-
-    # ------------------------------------------------------------------ one op at a point
-    def _exec(self, op_id: int, point: tuple[int, ...]) -> None:
-        made = self.made.setdefault(op_id, set())
-        if point in made:
-            self._fail(op_id, point, None, point, "runs twice at")
-        reads = self.reads.get(op_id)
-        if reads is None:
-            reads = self.reads[op_id] = self._compile_reads(op_id)
-        if reads:
-            op = self.sdg.ops[op_id]
-            env = {**self.bounds, **{v.name: p for v, p in zip(op.domain.variables, point)}}
-            for r in reads:
-                if r.cond is not None and not eval(r.cond, _GLOBALS, env):  # noqa: S307
-                    continue
-                src = r.edge.src
-                src_made = self.made.get(src.op_id, set())
-                gone = self.freed.get(src, set())
-                for q in self._points(r, env):
-                    if q not in src_made:
-                        self._fail(op_id, point, r.edge, q, "reads a point not yet made:")
-                    if q in gone:
-                        self._fail(op_id, point, r.edge, q, "reads a point already freed:")
-        made.add(point)
-
-    def _points(self, r: _Read, env: dict[str, int]) -> Iterator[tuple[int, ...]]:
-        """The source points read (inside the source's domain: reads outside it dropped
-        the reader's point before scheduling, or are a padded read the codegen fills)."""
-        members = eval(r.expr, _GLOBALS, env)  # noqa: S307
-        axes: list[range | tuple[int]] = []
-        for m, ub in zip(members, r.src_bounds):
-            hi = eval(ub, _GLOBALS, env)  # noqa: S307
-            if isinstance(m, slice):
-                axes.append(range(max(int(m.start), 0), min(int(m.stop), hi)))
-            elif 0 <= int(m) < hi:
-                axes.append((int(m),))
-            else:
-                return
-        n = math.prod(len(a) for a in axes)
-        self.budget -= n
-        if self.budget < 0:
-            raise _OverBudget
-        yield from itertools.product(*axes)
-
-    def _compile_reads(self, op_id: int) -> list[_Read]:
-        out = []
-        for e in self.sdg.in_edges.get(op_id, []):
-            src = self.sdg.ops[e.src.op_id]
-            members = e.expr.members
-            if len(members) != len(src.domain.variables):
-                continue  # not a read of the source's points one by one
-            cond = None if e.cond is None else compile(e.cond.to_py(), "<read>", "eval")
-            expr = compile("(" + "".join(f"{m.to_py()}, " for m in members) + ")",
-                           "<read>", "eval")
-            ubs = tuple(compile(_py(src.domain.bound_of(v)), "<read>", "eval")
-                        for v in src.domain.variables)
-            out.append(_Read(e, cond, expr, ubs))
+# ---------------------------------------------------------------- generated code
+def _tree_lines(node: Node, depth: int) -> list[str]:
+    pad = "    " * depth
+    if isinstance(node, Seq):
+        return [ln for c in node.children for ln in _tree_lines(c, depth)]
+    if isinstance(node, Loop):
+        body = _tree_lines(node.body, depth + 1) or [pad + "    pass"]
+        return [f"{pad}for {node.counter} in range({node.lo}, {node.hi}, {node.step}):",
+                *body]
+    if isinstance(node, While):
+        body = _tree_lines(node.body, depth + 1)  # (the counter step ends the body)
+        return [f"{pad}{node.counter} = {node.init}", f"{pad}while {node.cond}:", *body,
+                f"{pad}    {node.counter} += {node.step}"]
+    if isinstance(node, If):
+        out = [f"{pad}if {node.cond}:", *(_tree_lines(node.then, depth + 1)
+                                          or [pad + "    pass"])]
+        if node.else_ is not None:
+            out += [f"{pad}else:", *(_tree_lines(node.else_, depth + 1) or [pad + "    pass"])]
         return out
-
-    # ------------------------------------------------------------------ the error
-    def _fail(self, op_id: int, point: tuple[int, ...], e: Edge | None,
-              q: tuple[int, ...], what: str) -> None:
-        sdg = self.sdg
-        op = sdg.ops[op_id]
-        at = naming.point_word({v.name: p for v, p in zip(op.domain.variables, point)})
-        reader = naming.op_label(op, sdg.names)
-        if e is None:
-            msg = f"{reader} {what} ({at})"
-        else:
-            src = sdg.ops[e.src.op_id]
-            where = naming.point_word({v.name: p for v, p in zip(src.domain.variables, q)})
-            msg = (f"{reader} at ({at}) {what} {naming.tensor_label(sdg, e.src)} at "
-                   f"({where})")
-        raise ScheduleError(
-            f"bug in Tempo's compiler: the generated schedule is in the wrong order: {msg}. "
-            "Please report it with the program",
-            site=op.site)
+    if isinstance(node, Exec):
+        return [f"{pad}_X{node.op_id}(({''.join(p + ', ' for p in node.point)}))"]
+    if isinstance(node, Free):
+        t = node.tensor
+        return [f"{pad}_F{t.op_id}_{t.output_id}.add(({''.join(p + ', ' for p in node.point)}))"]
+    return []  # Offload/Fetch move a point between devices: it stays readable
 
 
-def _py(x: Any) -> str:
-    return str(x) if isinstance(x, int) else x.to_py()
+def _op_checker(sdg: SDG, op_id: int, freed: Mapping[TensorId, set[tuple[int, ...]]]
+                ) -> list[str]:
+    """`_X<op>(point)`: fails on a read of a point not made or freed, then records the
+    point as made."""
+    op = sdg.ops[op_id]
+    dims = [f"_d_{v.name}" for v in op.domain.variables]
+    names = {v.name: d for v, d in zip(op.domain.variables, dims)}
+    out = [f"def _X{op_id}(p):",
+           "    if _left[0] < 0: raise _OverBudget",
+           f"    if p in _M{op_id}: raise _Found({op_id}, p, -1, p, 'runs twice at')",
+           "    n = 0"]
+    if dims:
+        out.append(f"    {''.join(d + ', ' for d in dims)}= p")
+    for k, e in enumerate(sdg.in_edges.get(op_id, [])):
+        src = sdg.ops[e.src.op_id]
+        if len(e.expr.members) != len(src.domain.variables):
+            continue  # not a read of the source's points one by one
+        pad = "    "
+        if e.cond is not None:
+            out.append(f"{pad}if {e.cond.to_py(names)}:")
+            pad += "    "
+        qs = []
+        for j, (m, v) in enumerate(zip(e.expr.members, src.domain.variables)):
+            ub = src.domain.bound_of(v)
+            ub_py = str(ub) if isinstance(ub, int) else ub.to_py(names)
+            q = f"_q{j}"
+            if isinstance(m, Slice):
+                lo, hi = m.bounds_py(names)
+                out.append(f"{pad}for {q} in range(max({lo}, 0), min({hi}, {ub_py})):")
+            else:
+                out.append(f"{pad}{q} = {m.to_py(names)}")
+                out.append(f"{pad}if 0 <= {q} < {ub_py}:")
+            pad += "    "
+            qs.append(q)
+        q = f"({''.join(x + ', ' for x in qs)})"
+        out.append(f"{pad}n += 1")
+        out.append(f"{pad}if {q} not in _M{e.src.op_id}: "
+                   f"raise _Found({op_id}, p, {k}, {q}, 'reads a point not yet made:')")
+        if e.src in freed:
+            out.append(f"{pad}if {q} in _F{e.src.op_id}_{e.src.output_id}: "
+                       f"raise _Found({op_id}, p, {k}, {q}, 'reads a point already freed:')")
+    out += ["    _left[0] -= n",
+            f"    _M{op_id}.add(p)"]
+    return out
 
+
+def _walk(node: Node) -> list[Node]:
+    from tempo.schedule.tree import walk
+
+    return walk(node)
+
+
+# ---------------------------------------------------------------- the error
+def _error(sdg: SDG, op_id: int, point: tuple[int, ...], k: int, q: tuple[int, ...],
+           what: str) -> ScheduleError:
+    op = sdg.ops[op_id]
+    at = naming.point_word({v.name: p for v, p in zip(op.domain.variables, point)})
+    reader = naming.op_label(op, sdg.names)
+    if k < 0:
+        msg = f"{reader} {what} ({at})"
+    else:
+        e: Edge = sdg.in_edges[op_id][k]
+        src = sdg.ops[e.src.op_id]
+        where = naming.point_word({v.name: p for v, p in zip(src.domain.variables, q)})
+        msg = f"{reader} at ({at}) {what} {naming.tensor_label(sdg, e.src)} at ({where})"
+    return ScheduleError(f"bug in Tempo's compiler: the generated schedule is in the wrong "
+                         f"order: {msg}. Please report it with the program", site=op.site)
