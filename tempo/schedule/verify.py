@@ -24,7 +24,7 @@ from tempo.core.errors import ScheduleError
 from tempo.core.index_expr.int_nodes import _tempo_no_branch
 from tempo.core.index_expr.sequences import Slice
 from tempo.core.sdg import SDG, Edge, TensorId
-from tempo.schedule.tree import Exec, Free, If, Loop, Node, Seq, While
+from tempo.schedule.tree import Exec, Free, If, Loop, Node, Seq, While, walk
 
 READ_BUDGET = 500_000  # point reads checked per compile (about half a CPU second)
 
@@ -43,8 +43,8 @@ def verify_order(sdg: SDG, tree: Node, bounds: Mapping[str, int],
     """Raise ScheduleError at the first read of a point not yet made or already freed (or
     an op run twice at one point); True when the whole tree was checked, False when the
     budget ran out first."""
-    ops_run = sorted({n.op_id for n in _walk(tree) if isinstance(n, Exec)})
-    frees = sorted({n.tensor for n in _walk(tree) if isinstance(n, Free)},
+    ops_run = sorted({n.op_id for n in walk(tree) if isinstance(n, Exec)})
+    frees = sorted({n.tensor for n in walk(tree) if isinstance(n, Free)},
                    key=lambda t: (t.op_id, t.output_id))
     made: dict[int, set[tuple[int, ...]]] = {i: set() for i in sdg.ops}
     freed: dict[TensorId, set[tuple[int, ...]]] = {t: set() for t in frees}
@@ -61,7 +61,11 @@ def verify_order(sdg: SDG, tree: Node, bounds: Mapping[str, int],
         lines += _op_checker(sdg, op_id, freed)
     lines.append("def _run():")
     lines += _tree_lines(tree, 1) or ["    pass"]
-    exec(compile("\n".join(lines), "<schedule check>", "exec"), env)  # noqa: S102
+    try:  # a tree too large or deep for Python's compiler stays unchecked
+        code = compile("\n".join(lines), "<schedule check>", "exec")
+    except (SyntaxError, RecursionError, MemoryError):
+        return False
+    exec(code, env)  # noqa: S102 - the schedule's own loops and index expressions
     try:
         env["_run"]()
     except _OverBudget:
@@ -142,12 +146,6 @@ def _op_checker(sdg: SDG, op_id: int, freed: Mapping[TensorId, set[tuple[int, ..
     out += ["    _left[0] -= n",
             f"    _M{op_id}.add(p)"]
     return out
-
-
-def _walk(node: Node) -> list[Node]:
-    from tempo.schedule.tree import walk
-
-    return walk(node)
 
 
 # ---------------------------------------------------------------- the error
