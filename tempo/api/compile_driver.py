@@ -32,6 +32,7 @@ from tempo.runtime.codegen_endings import Ending
 from tempo.runtime.executor.executor import PythonExecutor
 from tempo.schedule.scheduler import compute_schedule
 from tempo.schedule.stop_order import check_ragged_reads, spread_ended_bounds, with_stop_order
+from tempo.schedule.verify import verify_order
 
 PROGRESS_AFTER_S = 2.0
 
@@ -125,6 +126,10 @@ def compile_sdg(
                 raise
             raise plain from None
         timings.update(sched.timings_ms)
+        if cfg.validate_pipeline_stages:  # the generated order against every read
+            t_v = time.perf_counter()
+            verify_order(order, sched.tree, {b.name: int(v) for b, v in resolved.items()})
+            timings["verify_schedule"] = (time.perf_counter() - t_v) * 1e3
         progress.done("schedule", (time.perf_counter() - t) * 1e3, _isl_note(sched.timings_ms))
         progress.start("code generation")
         exe = PythonExecutor(graph, sched, cfg, {b.name: v for b, v in resolved.items()},

@@ -93,7 +93,8 @@ FIELDS: dict[str, FieldSupport] = {
     **_entries(_I, "seeds every backend's generator and data shuffling", "seed"),
     **_entries(_I, "writes the recorded and optimised graphs (DOT) under path",
                "visualize_pipeline_stages"),
-    **_entries(_I, "checks the graph after every pass", "validate_pipeline_stages"),
+    **_entries(_I, "checks the graph after every pass, and the schedule's order against "
+               "every read and free", "validate_pipeline_stages"),
     **_entries(_I, "writes executor.schedule_text() to <path>/schedule.txt", "render_schedule"),
     **_entries(_I, "checks every op's outputs against its inferred shapes", "executor_debug_mode"),
     **_entries(_I, "IndexSelect/IndexAdd ops, else gather/scatter", "enable_index_ops"),

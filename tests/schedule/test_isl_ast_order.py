@@ -20,8 +20,8 @@ I_, E_, B_, T_ = 2, 2, 2, 2
 W = np.array([[0.5, -0.5], [0.1, 0.2]], np.float32)
 
 
-def _run(backend: str, vec: bool) -> dict[str, np.ndarray]:
-    cfg = ExecutionConfig(dev="cpu", backend=backend, enable_vectorization=vec)
+def _run(backend: str, vec: bool, **kw: object) -> dict[str, np.ndarray]:
+    cfg = ExecutionConfig(dev="cpu", backend=backend, enable_vectorization=vec, **kw)
     ctx = TempoContext(cfg, dim_names=("i", "e", "b", "t"))
     (i, I), (e, E), (b, B), (t, T) = ctx.variables_and_bounds
     out: dict[str, np.ndarray] = {}

@@ -12,6 +12,10 @@ import numpy as np, torch
 from common import grab
 
 I_, E_, B_, T_, G, EPS = 3, 3, 2, 8, 0.9, 0.2
+# lr 0.2, not 0.05: at 0.05 an exact torch eager simulation of this program (CartPole,
+# torch sampling) clips in only 73.5% of 200 seeds, so `some_clipping_happened` failed by
+# sampling (accept6.md, c13); at 0.2 it clips in 200 of 200, at i = 0 alone too.
+LR = 0.2
 
 
 def program(cfg):
@@ -45,7 +49,7 @@ def program(cfg):
         surr = RT.minimum(ratio * Av, ratio.clip(1 - EPS, 1 + EPS) * Av)
         loss = -surr.mean()
         clipped = ((ratio - 1.0).abs() > EPS).cast(dtypes.float32).mean()
-        opt = Adam(pi.parameters, [], lr=0.05)
+        opt = Adam(pi.parameters, [], lr=LR)
         loss.backward()
         opt.step()
         loss[0:I, 0:E].sink_udf(grab(s, "loss"))
@@ -54,7 +58,7 @@ def program(cfg):
             x[0:I, 0:B, 0:T].sink_udf(grab(s, name))
     ctx.compile({I: I_, E: E_, B: B_, T: T_}).execute()
     w = torch.tensor(W, requires_grad=True); bb = torch.zeros(2, requires_grad=True)
-    opt = torch.optim.Adam([w, bb], lr=0.05)
+    opt = torch.optim.Adam([w, bb], lr=LR)
     losses, clips = np.zeros((I_, E_), np.float32), np.zeros((I_, E_), np.float32)
     for it in range(I_):
         O = torch.tensor(s["obs"][it]); A = torch.tensor(s["act"][it].astype(np.int64)); R = s["rew"][it]
