@@ -3,14 +3,31 @@ whose message names the user's file:line and uses the user's names (no T0.0 / op
 d0 when dims are named). A sweep's mistakes file registers cases with `@case` and ends with
 `run("mistakes5")` (its file name, for the site check)."""
 import re
+import sys
 import traceback
 from collections.abc import Callable
+from typing import Any
 
 from tempo.core.errors import TempoError
 
 BAD = [r"\bT\d+\.\d+\b", r"#\d", r"\bisl\b", r"\bd0\b", r"\bD0\b", r"<lambda>\(\) takes",
        r"\bop_id\b"]
 CASES: list[Callable[[], None]] = []
+
+
+def backend_config() -> Any:
+    """The config of a mistakes file's run: `python mistakesN.py [backend]` (torch)."""
+    from tempo.core.configs import ExecutionConfig
+
+    return ExecutionConfig(dev="cpu", backend=sys.argv[1] if len(sys.argv) > 1 else "torch")
+
+
+def context(cfg: Any, n: int) -> tuple[Any, ...]:
+    """A TempoContext over `n` dims, then each dim's variable and bound: c, b, B, t, T."""
+    from tempo.api import TempoContext
+
+    c = TempoContext(cfg, num_dims=n)
+    return (c, *[x for vb in c.variables_and_bounds for x in vb])
 
 
 def case(f: Callable[[], None]) -> Callable[[], None]:

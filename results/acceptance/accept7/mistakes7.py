@@ -7,20 +7,17 @@ import numpy as np
 warnings.simplefilter("ignore")
 from tempo.api import RecurrentTensor as RT, TempoContext
 from tempo.core import index_expr as ie
-from tempo.core.configs import ExecutionConfig
 from tempo.core.dtype import dtypes
 
-BE = sys.argv[1] if len(sys.argv) > 1 else "torch"
-CFG = ExecutionConfig(dev="cpu", backend=BE)
 import os as _os
 sys.path.insert(0, _os.path.dirname(_os.path.dirname(_os.path.abspath(__file__))))
-from mistakes_run import case, run  # noqa: E402
+from mistakes_run import backend_config, case, context, run  # noqa: E402
+
+CFG = backend_config()
 
 
 def ctx2():
-    c = TempoContext(CFG, num_dims=2)
-    (b, B), (t, T) = c.variables_and_bounds
-    return c, b, B, t, T
+    return context(CFG, 2)
 
 
 @case

@@ -4,20 +4,17 @@ import sys, warnings
 import numpy as np
 warnings.simplefilter("ignore")
 from tempo.api import RecurrentTensor as RT, TempoContext
-from tempo.core.configs import ExecutionConfig
 from tempo.core.dtype import dtypes
 
-BE = sys.argv[1] if len(sys.argv) > 1 else "torch"
-CFG = ExecutionConfig(dev="cpu", backend=BE)
 import os as _os
 sys.path.insert(0, _os.path.dirname(_os.path.dirname(_os.path.abspath(__file__))))
-from mistakes_run import case, run  # noqa: E402
+from mistakes_run import backend_config, case, context, run  # noqa: E402
+
+CFG = backend_config()
 
 
 def ctx3():
-    c = TempoContext(CFG, num_dims=3)
-    (i, I), (b, B), (t, T) = c.variables_and_bounds
-    return c, i, I, b, B, t, T
+    return context(CFG, 3)
 
 
 @case
