@@ -55,7 +55,9 @@ def _check(res) -> list[str]:
     return bad
 
 
-def main(path: str, configs: list[str], timeout: int = 300) -> None:
+def main(path: str, configs: list[str], timeout: int = 300, before=None, extra=None) -> None:
+    """One JSON line per config the program allows; `before()` runs before each config and
+    `extra()` adds fields to its line (a sweep's own records, e.g. accept7's compile CPU)."""
     spec = importlib.util.spec_from_file_location("prog", path)
     mod = importlib.util.module_from_spec(spec); spec.loader.exec_module(mod)
     allowed = getattr(mod, "CONFIGS", configs)
@@ -64,7 +66,9 @@ def main(path: str, configs: list[str], timeout: int = 300) -> None:
     signal.signal(signal.SIGALRM, on_alarm)
     for c in [c for c in configs if c in allowed]:
         tmp = tempfile.mkdtemp(prefix="accept_")
-        t0 = time.time(); status = "ok"; detail = ""
+        if before is not None:
+            before()
+        t0 = time.time(); c0 = time.process_time(); status = "ok"; detail = ""
         signal.alarm(timeout)
         try:
             bad = _check(mod.program(make_cfg(c, tmp)))
@@ -77,7 +81,9 @@ def main(path: str, configs: list[str], timeout: int = 300) -> None:
         finally:
             signal.alarm(0)
         print(json.dumps({"prog": path.split("/")[-1][:-3], "cfg": c, "status": status,
-                          "detail": detail, "secs": round(time.time() - t0, 1)}), flush=True)
+                          "detail": detail, "secs": round(time.time() - t0, 1),
+                          "cpu": round(time.process_time() - c0, 1),
+                          **(extra() if extra is not None else {})}), flush=True)
 
 
 def cli(configs: list[str]) -> None:
