@@ -29,6 +29,7 @@ import numpy as np
 
 from tempo.compiler.passes import lower_fused
 from tempo.compiler.passes.constant_folding import read_value
+from tempo.compiler.passes.merge_fixed_reads import merge_fixed_reads
 from tempo.compiler.passes.recurrence_lifting import lift_cumsum
 from tempo.compiler.passes.sum_of_cat import sum_of_cat
 from tempo.core import ops
@@ -365,6 +366,7 @@ def _decided_where(sdg: SDG, op: ops.WhereOp) -> bool:
 RULES: tuple[Rule, ...] = (
     Rule("alias_merge", (ops.MergeOp,), _alias_merge),
     Rule("prune_branches", (ops.MergeOp,), _prune_branches),
+    Rule("merge_fixed_reads", (ops.MergeOp,), merge_fixed_reads),
     Rule("ident", (ops.IdentOp,), _ident),
     Rule("noop_cast", (ops.CastOp,), _noop),
     Rule("noop_reshape", (ops.ReshapeOp,), _noop),
