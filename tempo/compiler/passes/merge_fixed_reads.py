@@ -86,12 +86,15 @@ def merge_fixed_reads(sdg: SDG, op: ops.MergeOp) -> bool:
         names = {v.name for v in fixed}
         rest = IndexSequence(tuple(m for v, m in zip(op.domain.variables, e.expr)
                                    if v.name not in names))
-        edges = [replace_src(x, TensorId(new, e.src.output_id), rest) if x is e else x
+        # (a second fixed read by the same op is redirected in the next clean-up round:
+        # set_in_edges makes new edges)
+        edges = [_reading(x, TensorId(new, e.src.output_id), rest) if x is e else x
                  for x in sdg.in_edges[e.sink]]
         sdg.set_in_edges(e.sink, edges)
         changed = True
     return changed
 
 
-def replace_src(e: Edge, src: TensorId, expr: IndexSequence) -> Edge:
+def _reading(e: Edge, src: TensorId, expr: IndexSequence) -> Edge:
+    """`e` reading `src` at `expr` instead."""
     return Edge(e.sink, e.sink_in, src, expr, e.cond, e.site)
