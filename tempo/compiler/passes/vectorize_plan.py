@@ -37,7 +37,9 @@ the loop holds `W` rows, the batched divide all `T` sums), and each member's bat
 inputs and outputs while it runs. That footprint is O(D) where the loop's is O(1) in `D`,
 so under `device_memory_cap_bytes` a group whose O(D) bytes (`_held_bytes`) exceed
 `TUNING.vec_cap_share` of the cap keeps its loops (acceptance r30: the batched form raised
-TempoMemoryError where the loop fit). Results read whole (`x[0:D]`, a reduction) are held
+TempoMemoryError where the loop fit), net of what the memory passes relieve (`_over_cap`:
+swap moves stored points to the host, incrementalisation computes large values in
+blocks). Results read whole (`x[0:D]`, a reduction) are held
 over all of `D` by the loop too and count only while made. Without a cap, vectorisation
 trades that memory for fewer calls.
 """
@@ -392,9 +394,8 @@ def _groups(sdg: SDG, d: Symbol, size: int,
             continue
         if reads and gathers / reads > cfg.reject_vec_groups_with_external_deps_ratio_greater_than:
             continue
-        cap = cfg.device_memory_cap_bytes
-        if cap is not None and _held_bytes(sdg, d, size, members, found) > \
-                TUNING.vec_cap_share * cap:
+        if cfg.device_memory_cap_bytes is not None and _over_cap(
+                cfg, *_held_bytes(sdg, d, size, members, found)):
             continue
         for i in members:
             b, p, r = found[i]
@@ -405,14 +406,31 @@ def _groups(sdg: SDG, d: Symbol, size: int,
     return out
 
 
+def _over_cap(cfg: ExecutionConfig, points: int, step: int) -> bool:
+    """Whether a batched group holding `points` bytes of stored points and `step` bytes of
+    one member's batched values would pass `TUNING.vec_cap_share` of the device cap, after
+    what the memory passes relieve: with swap on, stored points move to the host pool;
+    with incrementalisation below the cap, a member's values are computed in blocks of at
+    most `incrementalize_mem_threshold` bytes. (Counting them whole refused E6's learner
+    over t and its envs over b: each env's 192 KiB observations then stayed below the
+    swap's point size and filled the 256 MiB cap, where the batched plan swaps.)"""
+    limit = TUNING.vec_cap_share * (cfg.device_memory_cap_bytes or 0)
+    held = 0 if cfg.enable_swap else points
+    if cfg.enable_incrementalization and cfg.incrementalize_mem_threshold <= limit:
+        step = min(step, cfg.incrementalize_mem_threshold)
+    return held + step > limit
+
+
 def _held_bytes(sdg: SDG, d: Symbol, size: int, members: list[int],
-                found: dict[int, tuple[Batching, Pieces | None, list[Read]]]) -> int:
+                found: dict[int, tuple[Batching, Pieces | None, list[Read]]]
+                ) -> tuple[int, int]:
     """The bytes the batched group holds at once over all `size` points of `d`, where its
-    loop holds one point (or one window): the points of each looping producer it gathers
-    (its store keeps all `D` of them until the gather; once per tensor, however many
-    members read it), its results that readers outside take apart point by point (kept
-    until their loop ends), and the largest member's batched inputs and outputs (alive
-    while it runs). A shape that stays symbolic once the bounds are known counts 0.
+    loop holds one point (or one window), as (stored points, one member's values): the
+    points of each looping producer it gathers (its store keeps all `D` of them until the
+    gather; once per tensor, however many members read it) and its results that readers
+    outside take apart point by point (kept until their loop ends); and the largest
+    member's batched inputs and outputs (alive while it runs). A shape that stays symbolic
+    once the bounds are known counts 0.
 
     A looping producer or reader over dims after `d` (`x` over `(b, t)` gathered along
     `b`) runs them inside its loop over `d`: the gather at the first `t` waits for all of
@@ -439,7 +457,7 @@ def _held_bytes(sdg: SDG, d: Symbol, size: int, members: list[int],
                 held[e.src] = max(held.get(e.src, 0), _inner_points(sdg, e.sink, d))
     point = sum(n * _bound_nbytes(sdg, sdg.tensors[x].shape, sdg.tensors[x].dtype)
                 for x, n in held.items())
-    return size * (point + step)
+    return size * point, size * step
 
 
 def _inner_points(sdg: SDG, op_id: int, d: Symbol) -> int:
