@@ -95,6 +95,7 @@ class RecurrentTensor(
 
     @init.setter
     def init(self, value: Any) -> None:
+        indexing.check_user_definition(self)  # `x.init = v` after `x[True] = ...`: never used
         self[self.unindexed_domain.lb_expr] = value
 
 
