@@ -162,14 +162,19 @@ def with_stop_order(sdg: SDG, stops: Iterable[tuple[TensorId, str]]) -> SDG:
                 adds.append(Edge(op.op_id, len(sdg.in_edges[op.op_id]), stop,
                                  ie.lift_to_ie_seq(whole), None))
                 continue
-            if op.op_id in needed or var not in mine or not set(names) <= set(mine):
+            if op.op_id in here or var not in mine or not set(names) <= set(mine):
                 continue
-            at = [mine[n] - 1 if n == var else mine[n] for n in names]
-            adds.append(Edge(op.op_id, len(sdg.in_edges[op.op_id]), stop,
-                             ie.lift_to_ie_seq(at), mine[var] > 0))
-            if _reads_bound(sdg, op.op_id, bname):
-                # `x[min(t + 1, T - 1)]`: T is the real end only once the stop ran at
-                # every point, so such an op runs after the loop that ends the dimension
+            if op.op_id not in needed:
+                at = [mine[n] - 1 if n == var else mine[n] for n in names]
+                adds.append(Edge(op.op_id, len(sdg.in_edges[op.op_id]), stop,
+                                 ie.lift_to_ie_seq(at), mine[var] > 0))
+            # an op the stop needs only at other points of its outer dims (the returns of
+            # iteration i - 1 feed the weights of iteration i, hence its episode's end) can
+            # still wait for its own iteration's end: the stop at i does not need it at i
+            if _reads_bound(sdg, op.op_id, bname) or uses_bound(op, bname):
+                # `x[min(t + 1, T - 1)]`, `arange(T - t)`: T is the real end only once the
+                # stop ran at every point, so such an op runs after the loop that ends the
+                # dimension (an arange(T - t) run inside it took T's cap: accept8 e10)
                 last = [tvar.as_bound() - 1 if n == var else mine[n] for n in names]
                 adds.append(Edge(op.op_id, len(sdg.in_edges[op.op_id]), stop,
                                  ie.lift_to_ie_seq(last), None))
