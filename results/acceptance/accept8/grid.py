@@ -7,4 +7,4 @@ from harness import grid  # noqa: E402
 CONFIGS = ["torch:default", "torch:both_off", "jax:default", "numpy:default", "torch:test_cfg", "jax:test_cfg", "numpy:test_cfg"]
 
 if __name__ == "__main__":
-    grid("/tmp/accept8/results.jsonl", CONFIGS + sys.argv[1:])
+    grid(__import__("os").path.join(__import__("os").path.dirname(__import__("os").path.abspath(__file__)), "results.jsonl"), CONFIGS + sys.argv[1:])
