@@ -90,3 +90,28 @@ def test_suffix_returns_without_training(backend: str) -> None:
     want = [0.5 + 0.35 + 0.225, 0.7 + 0.45, 0.9] + [0.1 * (1 - G ** (8 - s)) / (1 - G)
                                                     for s in range(8)]
     np.testing.assert_allclose(out, want, rtol=1e-5)
+
+
+@pytest.mark.parametrize("backend", ["torch", "numpy"])
+@pytest.mark.parametrize("variant", ["default", "test_cfg"])
+def test_read_of_the_episodes_last_point_keeps_it_alive(backend: str, variant: str) -> None:
+    """`r[i, T - 1]` read from every t of the gradient program: frees were placed with T at
+    its maximum, so the episode's real last point was freed before the read (KeyError)."""
+    ctx = TempoContext(_cfg(backend, variant), dim_names=("i", "t"))
+    (i, I), (t, T) = ctx.variables_and_bounds
+    out: dict[str, np.ndarray] = {}
+    with ctx:
+        w = RT.placeholder((), dtypes.float32, domain=(i,), requires_grad=True)
+        w[True] = RT.const(np.float32(1.5))
+        r, done = _episode(ctx, i, t, w)
+        (r * r[i, T - 1])[i, 0:T].sum(0).backward()
+        w.grad[0:I].sink_udf(lambda v: out.__setitem__("g", np.asarray(v).copy()))
+    ctx.compile({I: 3, T: (MAXT, done)}).execute()
+    want = []
+    for k in range(3):
+        wt = torch.tensor(1.5, requires_grad=True)
+        n = next((j + 1 for j in range(MAXT) if np.cumsum(R[k] * 1.5)[j] > 1.5), MAXT)
+        r = torch.tensor(R[k, :n]) * wt
+        (r * r[n - 1]).sum().backward()
+        want.append(float(wt.grad))
+    np.testing.assert_allclose(out["g"], want, rtol=1e-5)
