@@ -224,6 +224,13 @@ def setitem(x: RTBase, key: Any, value: Any) -> None:
     x.sdg.add_edge(Edge(op.op_id, k, val.tensor_id, expr, edge_cond, site=site))
 
 
+def check_user_definition(x: RTBase) -> None:
+    """The shadowing check for a definition a user makes through Tempo's own API (`x.init =
+    v`), which `setitem` skips for calls from inside the library."""
+    if isinstance(x.op, ops.MergeOp) and not x.is_indexed:
+        _check_not_shadowed(x, x.op, user_site())
+
+
 def _check_not_shadowed(x: RTBase, op: ops.Op, site: str) -> None:
     """A branch registered after an unconditional one is never taken (the first branch whose
     condition holds wins): the user almost surely meant it to come first."""

@@ -29,6 +29,7 @@ from tempo.api.ops.reduce import ReduceOps
 from tempo.api.ops.udf import UDFOps
 from tempo.api.tensor_base import MaybeRecurrentTensor, RTBase
 from tempo.api.tensor_base import lift as _lift
+from tempo.api.torch_names import no_such_method
 from tempo.core import ops
 from tempo.core.dtype import dtypes
 from tempo.core.errors import DefinitionError, user_site
@@ -48,6 +49,10 @@ class RecurrentTensor(
     def __setitem__(self, key: Any, value: Any) -> None:
         indexing.setitem(self, key, value)
         note_branch(self._ctx_mgr, self, value)
+
+    def __getattr__(self, name: str) -> Any:
+        # only reached when normal lookup fails: torch's method names get their fix
+        raise no_such_method(self, name)
 
     lift = staticmethod(_lift)
     broadcast_tensors = staticmethod(_broadcast_tensors)
@@ -90,6 +95,7 @@ class RecurrentTensor(
 
     @init.setter
     def init(self, value: Any) -> None:
+        indexing.check_user_definition(self)  # `x.init = v` after `x[True] = ...`: never used
         self[self.unindexed_domain.lb_expr] = value
 
 

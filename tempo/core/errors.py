@@ -153,3 +153,8 @@ class TempoMemoryError(TempoError, MemoryError):
 
 class UnsupportedError(TempoError, NotImplementedError):
     """An operation the object does not define (e.g. Categorical has no mean, API §6.3)."""
+
+
+class NoSuchMethodError(TempoError, AttributeError):
+    """A torch.Tensor method RecurrentTensor spells otherwise (`masked_fill`, `topk`, `view`):
+    an AttributeError as Python expects (hasattr stays False), saying what to write."""

@@ -320,3 +320,20 @@ def _by_line(members: list[ops.Op]) -> str:
         made = "made by " if len(kinds) > 1 else ""
         parts.append(f"the {what} {made}{naming.at_site(site)}")
     return "; ".join(parts)
+
+
+def point_cycle_error(sdg: SDG, merge_id: int, cycle: list[tuple[int, ...]],
+                      edge: Any) -> ScheduleError:
+    """The error for a placeholder that reads itself around a cycle of other points
+    (`point_cycles.point_cycle`): the user's definition closes a loop no order can run."""
+    m = sdg.ops[merge_id]
+    names = [v.name for v in m.domain.variables]
+    words = [naming.point_word(dict(zip(names, p))) for p in cycle]
+    shown = words if len(words) <= 5 else [*words[:4], "..."]
+    chain = " -> ".join(f"({w})" if w != "..." else w for w in shown) + f" -> ({words[0]})"
+    return ScheduleError(
+        f"{naming.at_site(edge.site)} defines {naming.op_label(m, sdg.names)} by reading it at "
+        f"other points in a cycle: {chain} (each point needs the next one first), so no order "
+        "can compute them. A read that wraps around (`x.previous` at the origin, `x.next_` at "
+        "the last point) or a missing base case closes such a loop: define the start first "
+        "(e.g. `x.init = ...` before `x[True] = x.previous + ...`)", site=edge.site or m.site)

@@ -94,9 +94,14 @@ def compute_schedule(
         except isl_worker.IslScheduleError:
             continue
     if sched is None or prog is None:
-        from tempo.schedule.explain import cycle_error
+        from tempo.schedule.explain import cycle_error, point_cycle_error
+        from tempo.schedule.point_cycles import point_cycle
 
-        raise cycle_error(rest, same_point_cycle(rest, an))
+        cycle = same_point_cycle(rest, an)
+        around = point_cycle(rest, bounds) if not cycle else None
+        if around is not None:  # a placeholder reading itself around other points
+            raise point_cycle_error(rest, *around)
+        raise cycle_error(rest, cycle)
     t3 = time.perf_counter()
     build = isl.AstBuild.from_context(prog.context)
     ast = build.node_from_schedule(flattened(sched, prog.context))

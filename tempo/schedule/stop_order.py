@@ -162,20 +162,50 @@ def with_stop_order(sdg: SDG, stops: Iterable[tuple[TensorId, str]]) -> SDG:
                 adds.append(Edge(op.op_id, len(sdg.in_edges[op.op_id]), stop,
                                  ie.lift_to_ie_seq(whole), None))
                 continue
-            if op.op_id in needed or var not in mine or not set(names) <= set(mine):
+            if op.op_id in here or var not in mine or not set(names) <= set(mine):
                 continue
-            at = [mine[n] - 1 if n == var else mine[n] for n in names]
-            adds.append(Edge(op.op_id, len(sdg.in_edges[op.op_id]), stop,
-                             ie.lift_to_ie_seq(at), mine[var] > 0))
-            if _reads_bound(sdg, op.op_id, bname):
-                # `x[min(t + 1, T - 1)]`: T is the real end only once the stop ran at
-                # every point, so such an op runs after the loop that ends the dimension
+            if op.op_id not in needed:
+                at = [mine[n] - 1 if n == var else mine[n] for n in names]
+                adds.append(Edge(op.op_id, len(sdg.in_edges[op.op_id]), stop,
+                                 ie.lift_to_ie_seq(at), mine[var] > 0))
+            # an op the stop needs only at other points of its outer dims (the returns of
+            # iteration i - 1 feed the weights of iteration i, hence its episode's end) can
+            # still wait for its own iteration's end: the stop at i does not need it at i
+            if _reads_bound(sdg, op.op_id, bname) or uses_bound(op, bname):
+                # `x[min(t + 1, T - 1)]`, `arange(T - t)`: T is the real end only once the
+                # stop ran at every point, so such an op runs after the loop that ends the
+                # dimension (an arange(T - t) run inside it took T's cap: accept8 e10)
                 last = [tvar.as_bound() - 1 if n == var else mine[n] for n in names]
                 adds.append(Edge(op.op_id, len(sdg.in_edges[op.op_id]), stop,
                                  ie.lift_to_ie_seq(last), None))
+        adds += _whole_range_reads(sdg, var, tvar)
     if not adds:
         return sdg
     out = sdg.copy()
     for e in adds:
         out.add_edge(Edge(e.sink, len(out.in_edges[e.sink]), e.src, e.expr, e.cond))
+    return out
+
+
+def _whole_range_reads(sdg: SDG, var: str, tvar: ie.Symbol) -> list[Edge]:
+    """A read of a point that names the ended bound (`r[i, T - 1]`, the episode's last value)
+    also "reads" the whole range `0:T` of the ended dimension, for the scheduler only: it
+    places frees with T at its maximum, where `T - 1` is the last point, so the points
+    before it were freed after their last other read and the real `T - 1` (known at run
+    time) was gone (accept8 e12: KeyError in the store)."""
+    bname = tvar.as_bound().name
+    out: list[Edge] = []
+    for op_id, edges in sdg.in_edges.items():
+        for e in edges:
+            src = [v.name for v in sdg.ops[e.src.op_id].domain.variables]
+            if var not in src or len(e.expr) != len(src):
+                continue
+            k = src.index(var)
+            m = e.expr[k]
+            if isinstance(m, ie.Slice) or not any(b.name == bname
+                                                  for b in m.bound_symbols_used()):
+                continue
+            whole = list(e.expr)
+            whole[k] = ie.slice_(0, tvar.as_bound())
+            out.append(Edge(op_id, len(edges), e.src, ie.lift_to_ie_seq(whole), e.cond))
     return out

@@ -282,11 +282,12 @@ class _Backward:
         made = self._drop_unused(first, [g for _, g in used])
         fwd = {x.tensor_id for x in xs + ys}
         reads_fwd = any(e.src in fwd for i in made for e in self.sdg.in_edges[i])
-        mask = self.support.mask(op.op_id) if reads_fwd else None
+        support = self.support.mask(op.op_id)
+        mask = support if reads_fwd else None
         for e, g in used:
             if mask is not None:
                 g = self._masked(g, mask, op.domain)
-            self._reverse(g, e, op.domain, e.cond)
+            self._reverse(g, e, op.domain, e.cond, support)
 
     def _drop_unused(self, first: int, used: list[RT]) -> set[int]:
         """Remove what the rule recorded for inputs that need no gradient (`x @ w` with only
@@ -331,8 +332,14 @@ class _Backward:
             cond = first_wins[e.sink_in]
             self._reverse(g, e, op.domain, None if _is_true(cond) else cond)
 
-    def _reverse(self, g: RT, e: Edge, sink_dom: Domain, cond: ie.BooleanIndexValue | None) -> None:
-        """Turn a gradient over the sink domain into contributions over the source's points."""
+    def _reverse(self, g: RT, e: Edge, sink_dom: Domain, cond: ie.BooleanIndexValue | None,
+                 support: ie.BooleanIndexValue | None = None) -> None:
+        """Turn a gradient over the sink domain into contributions over the source's points.
+        `support`: where the sink's adjoint may be nonzero (BranchSupport). A read outside it
+        contributes zero, and reversing it anyway can make the gradient program cyclic:
+        `x[True] = x.previous + v` runs the add at the origin too, reading x at the last
+        point (wrap-around) for a value the merge never takes; its reverse would make x's
+        adjoint at the last point wait for the add's adjoint at the origin, computed last."""
         src_dom = self.sdg.ops[e.src.op_id].domain
         info = self.sdg.tensors[e.src]
         if g.is_indexed:
@@ -344,6 +351,8 @@ class _Backward:
                 [v.name for v in src_dom.variables]:
             self.contribs[e.src].append(g)
             return
+        if support is not None:
+            cond = support if cond is None else cond & support
         g = _pad_slices(g, e.expr, src_dom)
         valid = None if runs_everywhere else self.valid.of(e.sink)
         try:

@@ -195,6 +195,10 @@ class MovementOps:
     def flip(self: TensorSelf, dim: int | Sequence[int]) -> RecurrentTensor:
         ds = [dim] if isinstance(dim, int) else list(dim)
         nd = self.ndim
+        if nd == 0 and ds:  # torch's "only dim" of a 0-d tensor: the kernels have none
+            raise ShapeError(f"flip: dim {ds[0]} is out of range for a tensor of 0 dims (a "
+                             "scalar at each point); slice a symbolic dim first, e.g. "
+                             "x[0:T].flip(0)", site=user_site())
         dims = tuple(sorted({_norm(d, nd) for d in ds}))
         return record1(ops.FlipOp, [self], dims=dims) if dims else lift(self)
 

@@ -28,6 +28,13 @@ def _dims(dims: int | Sequence[int] | None, of: int | RTBase | TensorSelf) -> tu
         raise ShapeError(f"dims must be an int or a tuple of ints, got {dims!r}",
                          site=user_site())
     try:
+        if ndim == 0 and ds and isinstance(of, RTBase):
+            # torch lets dim 0 / -1 name a 0-d tensor's "only dim"; here the kernels then
+            # addressed a dim the point does not have (BackendError with an internal dim
+            # number under vectorisation, IndexError in max), and on a per-point scalar
+            # `r.cumsum(0)` almost always means the time series: say so
+            raise ShapeError(f"dim {ds[0]} is out of range for a tensor of 0 dims (a scalar "
+                             "at each point)")
         return tuple(sorted({ops.norm_dim(d, ndim) for d in ds}))
     except ShapeError as exc:
         why = exc.args[0]

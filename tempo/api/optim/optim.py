@@ -268,6 +268,51 @@ class LAMB(Optimizer):
         return out
 
 
+_TORCH_ONLY = {"amsgrad", "foreach", "maximize", "capturable", "differentiable", "fused",
+               "dampening"}
+
+
+def _torch_spellings(name: str, kw: dict[str, Any], b1: float, b2: float,
+                     wd: float | None) -> tuple[float, float, float | None]:
+    """torch.optim's spellings of the Adam family's arguments (what a PyTorch user types
+    first): `betas=(b1, b2)`, and `weight_decay=` where it means the same as our `wd`
+    (AdamW: decoupled). Anything else is an ArgumentError naming our arguments, not
+    Python's bare TypeError."""
+    kw = dict(kw)
+    if "betas" in kw:
+        betas = kw.pop("betas")
+        if (b1, b2) != (0.9, 0.999):
+            raise ArgumentError(f"{name}() takes b1/b2 or betas (their torch spelling), not "
+                                "both", site=user_site())
+        try:
+            b1, b2 = (float(b) for b in betas)
+        except (TypeError, ValueError):
+            raise ArgumentError(f"{name}(betas=...) takes a pair (b1, b2), got {betas!r}",
+                                site=user_site()) from None
+    if "weight_decay" in kw:
+        w = kw.pop("weight_decay")
+        if wd is None:
+            if w:
+                raise ArgumentError(
+                    f"{name}() has no weight decay: torch's Adam(weight_decay=) adds "
+                    "weight_decay * p to the gradient before the moments, which Tempo's Adam "
+                    "does not do. Use AdamW(wd=...) for decoupled weight decay, or add "
+                    "0.5 * weight_decay * (p ** 2).sum() to the loss for torch's L2 form",
+                    site=user_site())
+        else:
+            wd = float(w)
+    if kw:
+        k = sorted(kw)[0]
+        why = " (a torch.optim option Tempo's optimizers do not have)" if k in _TORCH_ONLY \
+            else ""
+        raise ArgumentError(f"{name}() got an unexpected keyword argument {k!r}{why}; its "
+                            "arguments are params, buffers, lr, b1, b2 (torch: betas), eps, "
+                            + ("wd (torch: weight_decay), " if wd is not None else "")
+                            + "max_norm, norm_type, independent_domain (API.md 6.2)",
+                            site=user_site())
+    return b1, b2, wd
+
+
 def Adam(
     params: Sequence[RecurrentTensor],
     buffers: Sequence[RecurrentTensor] | None = None,  # noqa: N802
@@ -278,8 +323,10 @@ def Adam(
     max_norm: float | None = None,
     norm_type: float = 2.0,
     independent_domain: DomainLike = None,
+    **torch_kw: Any,
 ) -> LAMB:
     """torch.optim.Adam (no weight decay) as `LAMB(adam=True)`."""
+    b1, b2, _ = _torch_spellings("Adam", torch_kw, b1, b2, None)
     return LAMB(
         params, buffers, lr, b1, b2, eps, 0.0, True, max_norm, norm_type, independent_domain
     )
@@ -296,6 +343,12 @@ def AdamW(
     max_norm: float | None = None,
     norm_type: float = 2.0,
     independent_domain: DomainLike = None,
+    **torch_kw: Any,
 ) -> LAMB:
     """torch.optim.AdamW (decoupled weight decay) as `LAMB(adam=True, wd=wd)`."""
+    if "weight_decay" in torch_kw and wd != 0.01:
+        raise ArgumentError("AdamW() takes wd or weight_decay (its torch spelling), not both",
+                            site=user_site())
+    b1, b2, wd_ = _torch_spellings("AdamW", torch_kw, b1, b2, wd)
+    wd = wd if wd_ is None else wd_
     return LAMB(params, buffers, lr, b1, b2, eps, wd, True, max_norm, norm_type, independent_domain)

@@ -23,6 +23,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Callable, Iterable
+from typing import Any
 
 import islpy as isl
 
@@ -90,6 +91,38 @@ def fusible(sdg: SDG, op: Op) -> bool:
         if not isinstance(e, int) and (e.vars_used() or e.bound_symbols_used() & ended):
             return False
     return True
+
+
+def after_ended(sdg: SDG) -> set[int]:
+    """Ops that use a boolean bound's value (the T of `{T: (max, done)}`: the divisor of
+    `x[i, 0:T].mean()`, a read `x[i, t:T]`) and the ops reading them at the same point of
+    every other dim: they run after the loop that fixes T (schedule.stop_order). Fused
+    with an op the stop needs (the forward `r` of an episode with the backward's `1/T`,
+    when the weights of iteration i come from the gradient of i - 1), the region ran
+    inside the loop and took T's cap: a silently wrong mean (accept8 e10)."""
+    if not sdg.ended_bounds:
+        return set()
+    names = {b.name for b in sdg.ended_bounds}
+    ended_vars = {b.as_var().name for b in sdg.ended_bounds}
+
+    def mentions(e: Any) -> bool:
+        return not isinstance(e, int) and any(b.name in names for b in e.bound_symbols_used())
+
+    todo = [i for i, op in sdg.ops.items()
+            if any(mentions(x) for x in op.runtime_exprs())
+            or any(mentions(m) for e in sdg.in_edges[i] for m in (*e.expr, e.cond)
+                   if m is not None)]
+    seen = set(todo)
+    while todo:
+        i = todo.pop()
+        src = sdg.ops[i].domain.variables
+        for e in sdg.out_edges.get(i, []):
+            same = all(v.name in ended_vars or (isinstance(m, Symbol) and m.name == v.name)
+                       for v, m in zip(src, e.expr))
+            if same and e.sink not in seen:
+                seen.add(e.sink)
+                todo.append(e.sink)
+    return seen
 
 
 def _joinable(sdg: SDG, e: Edge, ok: set[int]) -> bool:
@@ -205,6 +238,7 @@ def find_regions(sdg: SDG, max_size: int, static_only: bool = False) -> list[lis
     need = demands(sdg, order)
     ext = extendable(sdg, order, need)
     drops = partial_roots(sdg, order)
+    late = after_ended(sdg)  # joins never cross it: see after_ended
     graphs, risky = _graphs(sdg, {_names(sdg.ops[i]) for i in ok} | {()})
     has = {i: set(_names(op)) for i, op in sdg.ops.items()}
     escapes = {names: Escapes(has, r, *graphs[()]) for names, r in risky.items() if r}
@@ -262,6 +296,8 @@ def find_regions(sdg: SDG, max_size: int, static_only: bool = False) -> list[lis
             continue
         for e in sdg.in_edges[sink]:
             if not _joinable(sdg, e, ok) or drops[e.src.op_id] != drops[sink]:
+                continue
+            if (e.src.op_id in late) != (sink in late):
                 continue
             a, b = find(e.src.op_id), find(sink)
             if a == b or len(members[a]) + len(members[b]) > max_size:

@@ -157,3 +157,18 @@ def test_copy_every_over_per_step_updates() -> None:
         for j in range(3):
             torch.testing.assert_close(online[k, j], online[0, 0] + 3 * k + j)
             torch.testing.assert_close(tgt[k, j], online[k - k % 2, 0])
+
+
+@pytest.mark.parametrize("steps", [0, -2, 1.5])
+def test_copy_every_names_its_own_argument(steps: object) -> None:
+    """`net.copy_every(0)` (accept8 mistakes8b t08) said 'polyak_update: need update_freq >=
+    1 and tau in [0, 1], got 0, 1.0': arguments the user never passed. It names num_steps."""
+    ctx = _ctx(1)
+    ((i, I),) = ctx.variables_and_bounds
+    with ctx:
+        net = ModelBuilder(domain=(i,)).with_ff_encoder((3,), 2).with_qfun_decoder(2).build()
+        with pytest.raises(TempoError) as info:
+            net.copy_every(steps)  # type: ignore[arg-type]
+    msg = str(info.value)
+    assert "copy_every: num_steps must be an int >= 1" in msg and "polyak" not in msg, msg
+    assert "test_networks.py:" in msg, msg

@@ -140,6 +140,11 @@ class Network(Module, abc.ABC):
         if self._rebuild is None:
             raise TempoError("copy_every needs a network built by ModelBuilder",
                              site=user_site())
+        if isinstance(num_steps, bool) or not isinstance(num_steps, int) or num_steps < 1:
+            # checked here, not by polyak_update: its message names its own arguments
+            raise TempoError(f"copy_every: num_steps must be an int >= 1 (the target is "
+                             f"refreshed every num_steps steps), got {num_steps!r}",
+                             site=user_site())
         target = self._rebuild()
         self.polyak_update(target, 1.0, var, num_steps)
         return target
