@@ -1,5 +1,16 @@
 """Indexing primitives: index_select, gather, scatter_add, index_add (torch semantics on
-every backend: integer indices, a 0-d index selects or adds one slice)."""
+every backend: integer indices, a 0-d index selects or adds one slice).
+
+An index value outside its dimension is an error, as in torch (API.md: torch gather,
+index_add, scatter_add): every backend raises IndexError, which the executor reports as a
+BackendError naming the op and the user's line. The one torch exception is kept: a 0-d
+index selects like `x.select(dim, i)` / `x[i]`, so -n..-1 count from the end. numpy would
+wrap every negative index and jax would give NaN (or drop an add): their kernels check
+the index on the host first (`check_index`). Inside a compiled jax region or loop the
+index is traced: the compiled function returns a flag, and when it is set the code runs
+again eagerly, where the kernel raises (`runtime.backends.jax_index_checks`). A traced
+index outside such a function selects jax's fill value (NaN for floats) or drops the
+add, never another element's value."""
 
 from __future__ import annotations
 
@@ -77,6 +88,7 @@ def _torch_index_select(op: ops.IndexSelectOp, be: Any) -> Kernel:
                 except (TypeError, RuntimeError):  # a bool (or float) 0-d index
                     return x.select(dim, int(i))
             i = i.reshape(-1)
+            i = torch.where(i < 0, i + x.shape[dim], i)  # as select: -1 is the last
             return torch.index_select(x, dim, i if i.dtype in wide else i.long()).squeeze(dim)
         return torch.index_select(x, dim, i if i.dtype in wide else i.long())
 
@@ -116,13 +128,58 @@ def _fit_to_index(x: Any, i: Any, dim: int) -> Any:
     return x[tuple(slice(None) if k == d else slice(0, s) for k, s in enumerate(i.shape))]
 
 
+def check_index(i: Any, n: int, dim: int, select: bool = False) -> None:
+    """Raises torch's IndexError when a value of index `i` (a host or jax array) leaves
+    0..n-1 along `dim`; a 0-d `select` index may also be -n..-1 (torch's x.select)."""
+    a = np.asarray(i)
+    if a.size == 0 or a.dtype == np.bool_:
+        return
+    lo, hi = a.min(), a.max()
+    low = -n if select and a.ndim == 0 else 0
+    if lo < low or hi >= n:
+        bad = int(hi) if hi >= n else int(lo)
+        raise IndexError(f"index {bad} is out of range for dimension {dim} with size {n}")
+
+
+def _jax_checked(j: Kernel, dim: int, select: bool = False) -> Kernel:
+    """Jitted kernel `j(x, i, ...)` with its index checked first on the host (~2-4 us a
+    call on the CPU); traced (in a compiled region or loop), it reports whether the index
+    leaves its range to the compiled function (`jax_index_checks`)."""
+    import jax.numpy as jnp
+    from jax.core import Tracer
+
+    from tempo.runtime.backends.jax_index_checks import report
+
+    def kernel(x: Any, i: Any, *rest: Any) -> Any:
+        n = x.shape[dim] if x.ndim else 1
+        if isinstance(i, Tracer):
+            low = -n if select and i.ndim == 0 else 0
+            report(jnp.any((i < low) | (i >= n)))
+        else:
+            check_index(i, n, dim, select)
+        return j(x, i, *rest)
+
+    return kernel
+
+
+def _jax_outside(i: Any, n: int) -> Any:
+    """Negative index values moved out of range (jax would count them from the end)."""
+    import jax.numpy as jnp
+
+    return jnp.where(i < 0, n, i)
+
+
 def _jax_index_select(op: ops.IndexSelectOp, be: Any) -> Kernel:
     import jax.numpy as jnp
 
     from tempo.runtime.backends.jax import jit_shared
 
     dim = op.dim
-    return jit_shared(op, lambda x, i: jnp.take(x, i, axis=dim))
+
+    def index_select(x: Any, i: Any) -> Any:
+        return jnp.take(x, i if i.ndim == 0 else _jax_outside(i, x.shape[dim]), axis=dim)
+
+    return _jax_checked(jit_shared(op, index_select), dim, select=True)
 
 
 def _jax_gather(op: ops.GatherOp, be: Any) -> Kernel:
@@ -131,8 +188,12 @@ def _jax_gather(op: ops.GatherOp, be: Any) -> Kernel:
     from tempo.runtime.backends.jax import jit_shared
 
     dim = op.dim
-    return jit_shared(op, lambda x, i: jnp.take_along_axis(_fit_to_index(x, i, dim), i,
-                                                           axis=dim))
+
+    def gather(x: Any, i: Any) -> Any:
+        return jnp.take_along_axis(_fit_to_index(x, i, dim), _jax_outside(i, x.shape[dim]),
+                                   axis=dim)
+
+    return _jax_checked(jit_shared(op, gather), dim)
 
 
 def _jax_scatter_add(op: ops.ScatterAddOp, be: Any) -> Kernel:
@@ -146,10 +207,10 @@ def _jax_scatter_add(op: ops.ScatterAddOp, be: Any) -> Kernel:
         if i.ndim == 0:
             return x
         grid = list(jnp.indices(i.shape, sparse=True))
-        grid[dim % i.ndim] = i
-        return x.at[tuple(grid)].add(s[tuple(slice(0, n) for n in i.shape)])
+        grid[dim % i.ndim] = _jax_outside(i, x.shape[dim])
+        return x.at[tuple(grid)].add(s[tuple(slice(0, n) for n in i.shape)], mode="drop")
 
-    return jit_shared(op, scatter_add)
+    return _jax_checked(jit_shared(op, scatter_add), dim)
 
 
 def _jax_index_add(op: ops.IndexAddOp, be: Any) -> Kernel:
@@ -161,20 +222,31 @@ def _jax_index_add(op: ops.IndexAddOp, be: Any) -> Kernel:
         d = dim % max(x.ndim, 1)
         if alpha != 1:
             s = s * alpha
-        return x.at[(slice(None),) * d + (i,)].add(s.astype(x.dtype))
+        key = (slice(None),) * d + (_jax_outside(i, x.shape[d]),)
+        return x.at[key].add(s.astype(x.dtype), mode="drop")
 
-    return jit_shared(op, index_add)
+    return _jax_checked(jit_shared(op, index_add), dim)
 
 
 # ---------------------------------------------------------------- numpy
 def _np_index_select(op: ops.IndexSelectOp, be: Any) -> Kernel:
     dim = op.dim
-    return lambda x, i: np.take(x, i, axis=dim)  # a 0-d index removes the dim, as in torch
+
+    def index_select(x: np.ndarray, i: np.ndarray) -> np.ndarray:
+        check_index(i, x.shape[dim], dim, select=True)
+        return np.take(x, i, axis=dim)  # a 0-d index removes the dim, as in torch
+
+    return index_select
 
 
 def _np_gather(op: ops.GatherOp, be: Any) -> Kernel:
     dim = op.dim
-    return lambda x, i: np.take_along_axis(_fit_to_index(x, i, dim), i, axis=dim)
+
+    def gather(x: np.ndarray, i: np.ndarray) -> np.ndarray:
+        check_index(i, x.shape[dim], dim)
+        return np.take_along_axis(_fit_to_index(x, i, dim), i, axis=dim)
+
+    return gather
 
 
 def scatter_coords(i: np.ndarray, dim: int) -> tuple[np.ndarray, ...]:
@@ -191,6 +263,7 @@ def _np_scatter_add(op: ops.ScatterAddOp, be: Any) -> Kernel:
         out = np.array(x)
         if i.ndim == 0:
             return out
+        check_index(i, x.shape[dim], dim)
         np.add.at(out, scatter_coords(i, dim), s[tuple(slice(0, n) for n in i.shape)])
         return out
 
@@ -203,6 +276,7 @@ def _np_index_add(op: ops.IndexAddOp, be: Any) -> Kernel:
     def index_add(x: np.ndarray, i: np.ndarray, s: np.ndarray) -> np.ndarray:
         out = np.array(x)
         d = dim % max(x.ndim, 1)
+        check_index(i, x.shape[d] if x.ndim else 1, d)
         if alpha != 1:
             s = (s * alpha).astype(x.dtype)
         key: Any = (slice(None),) * d + (i,)  # a 0-d index adds one slice

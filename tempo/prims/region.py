@@ -41,17 +41,24 @@ def region_cost(op: RegionOp, ins: Sequence[Arg], outs: Sequence[Arg]) -> Cost:
 
 
 def _jit(fn: Kernel) -> Kernel:
+    """jax.jit of a region body; an index out of range inside it (a flag the compiled
+    body returns, `jax_index_checks`) reruns the body eagerly, where the member's kernel
+    raises IndexError naming it."""
     import jax
 
-    jitted = jax.jit(fn)
+    from tempo.runtime.backends.jax_index_checks import flagged, raised
+
+    jitted = jax.jit(flagged(fn))
     state = {"traced": True}
 
     def run(*args: Any) -> Any:
         if state["traced"]:
             try:
-                return jitted(*args)
+                out, bad = jitted(*args)
             except jax.errors.JAXTypeError:  # a member needs concrete values: stay eager
                 state["traced"] = False
+            else:
+                return fn(*args) if raised(bad) else out
         return fn(*args)
 
     return run

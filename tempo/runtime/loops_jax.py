@@ -12,6 +12,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from tempo.runtime.backends import jax_index_checks as ixc
 from tempo.runtime.backends.common import NP_OF
 from tempo.runtime.stores import TrackedStore
 from tempo.runtime.stores_stacked import StackedStore
@@ -54,17 +55,21 @@ class ScanRunner:
 
         def scan(li: tuple, lc: tuple, lx: tuple) -> Any:
             if self.form == "fori_loop":
-                return fori(li, lc), ()
-            return jax.lax.scan(functools.partial(step, li), lc, (jnp.asarray(cs), *lx),
-                                reverse=down)
+                return fori(li, lc)
+            return ixc.scan_result(jax.lax.scan(
+                ixc.scan_body(functools.partial(step, li)), lc, (jnp.asarray(cs), *lx),
+                reverse=down))
 
         def fori(li: tuple, lc: tuple) -> Any:
             first, inc = counters[0], (counters[1] - counters[0] if len(counters) > 1 else 1)
+            one = ixc.flagged(step)
 
             def body(n: Any, carry: tuple) -> tuple:
-                return step(li, carry, (first + n * inc,))[0]
+                (c, _), bad = one(li, carry[0], (first + n * inc,))
+                return c, carry[1] if bad is None else carry[1] | bad
 
-            return jax.lax.fori_loop(0, len(counters), body, lc)
+            c, bad = jax.lax.fori_loop(0, len(counters), body, (lc, jnp.zeros((), bool)))
+            return (c, ()), bad
 
         self.fn = jax.jit(scan)
         self.outputs = outputs
@@ -77,7 +82,9 @@ class ScanRunner:
         if self.failed is not None:
             return None
         try:
-            out = self.fn(li, lc, lx)
+            out, bad = self.fn(li, lc, lx)
+            if ixc.raised(bad):  # the Python loop's kernel raises, naming the op
+                raise ixc.OutOfRange("an index out of range")
         except Exception as exc:  # noqa: BLE001 - any failure: the Python loop runs instead
             why = str(exc).splitlines()[0] if str(exc) else ""
             self.failed = f"{type(exc).__name__}: {why}"
@@ -310,7 +317,9 @@ class NestRunner:
             fn = self.fns.get(k)
             if fn is None:
                 fn = self.fns[k] = self._scan(k, g, loc)
-            regs, ys = fn(li, init, (jnp.arange(b - a, dtype=jnp.int32), moving))
+            (regs, ys), bad = fn(li, init, (jnp.arange(b - a, dtype=jnp.int32), moving))
+            if ixc.raised(bad):  # the Python loop's kernel raises, naming the op
+                raise ixc.OutOfRange("an index out of range")
         except Exception as exc:  # noqa: BLE001 - any failure: the Python loop runs instead
             why = str(exc).splitlines()[0] if str(exc) else ""
             self.failed[k] = f"{type(exc).__name__}: {why}"
@@ -365,7 +374,8 @@ class NestRunner:
                 new[_rk(reg, 1)] = _fix(_view(tape.vals[reg[0]], reg[1]), regs[_rk(reg, 1)])
             return new, tuple(tape.vals[q] for q in pl.stacked)
 
-        return jax.jit(lambda li, init, xs: jax.lax.scan(functools.partial(step, li), init, xs))
+        return jax.jit(lambda li, init, xs: ixc.scan_result(
+            jax.lax.scan(ixc.scan_body(functools.partial(step, li)), init, xs)))
 
     @staticmethod
     def _kernel(tape: _Tape, fn: Any, op: Any, pl: Any, r: Any) -> Any:
@@ -387,7 +397,9 @@ class NestRunner:
     def _inner(tape: _Tape, runner: Any) -> Any:
         def call(li: Any, lc: Any, lx: Any) -> Any:
             tape.next()
-            return runner.fn(li, lc, lx)  # (its failure fails the outer step)
+            out, bad = runner.fn(li, lc, lx)  # (its failure fails the outer step)
+            ixc.raised(bad)  # traced: the outer step's flag
+            return out
 
         return call
 
