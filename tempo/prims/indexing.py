@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from tempo.api.autodiff.grad_rules import Grads, Gs, Xs, zeros_of
+from tempo.api.ops.indexing_ops import index_add
 from tempo.api.tensor_base import record1
 from tempo.compiler.op_rules import Arg, Cost, copies, traffic
 from tempo.compiler.passes.vectorize_rules import Batching, same
@@ -41,7 +42,7 @@ def index_select_grad(op: ops.IndexSelectOp, xs: Xs, ys: Xs, gs: Gs) -> Grads:
     if idx.ndim == 0:
         g, idx = g.unsqueeze(op.dim), idx.reshape((1,))
     z = zeros_of(x.shape, g.dtype)
-    return [record1(ops.IndexAddOp, [z, idx.cast(dtypes.int64), g], dim=op.dim), None]
+    return [index_add(z, op.dim, idx.cast(dtypes.int64), g), None]
 
 
 def gather_grad(op: ops.GatherOp, xs: Xs, ys: Xs, gs: Gs) -> Grads:
@@ -63,7 +64,7 @@ def index_add_grad(op: ops.IndexAddOp, xs: Xs, ys: Xs, gs: Gs) -> Grads:
     g = gs[0]
     if g is None:
         return [None, None, None]
-    src = record1(ops.IndexSelectOp, [g, xs[1].cast(dtypes.int64)], dim=op.dim)
+    src = g.index_select(op.dim, xs[1].cast(dtypes.int64))
     return [g, None, src * op.alpha if op.alpha != 1.0 else src]
 
 
