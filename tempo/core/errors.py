@@ -144,6 +144,11 @@ class ScheduleError(TempoError):
     """No schedule exists: a cycle of same-point dependences, or undefined reads."""
 
 
+class ScheduleTimeError(ScheduleError):
+    """isl's scheduler (the fallback for programs Tempo's own scheduler cannot order) spent
+    its CPU budget (`Tuning.isl_schedule_cpu_s`) without finishing."""
+
+
 class ConfigError(TempoError, ValueError):
     """An invalid ExecutionConfig."""
 
