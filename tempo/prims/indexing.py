@@ -5,12 +5,12 @@ An index value outside its dimension is an error, as in torch (API.md: torch gat
 index_add, scatter_add): every backend raises IndexError, which the executor reports as a
 BackendError naming the op and the user's line. The one torch exception is kept: a 0-d
 index selects like `x.select(dim, i)` / `x[i]`, so -n..-1 count from the end. numpy would
-wrap every negative index and jax would give NaN (or drop an add): their kernels check
-the index on the host first (`check_index`). Inside a compiled jax region or loop the
-index is traced: the compiled function returns a flag, and when it is set the code runs
-again eagerly, where the kernel raises (`runtime.backends.jax_index_checks`). A traced
-index outside such a function selects jax's fill value (NaN for floats) or drops the
-add, never another element's value."""
+wrap every negative index and jax would give NaN (or drop an add): numpy checks the
+index on the host first (`check_index`); jax cannot raise from compiled code and a host
+read per call would wait for the device, so its kernels compute a flag in the same call
+and the run raises at its end (`runtime.backends.jax_index_checks`), having computed
+from jax's fill value (NaN) there -- never another element's value (negative indices
+are moved out of range first)."""
 
 from __future__ import annotations
 
@@ -142,23 +142,27 @@ def check_index(i: Any, n: int, dim: int, select: bool = False) -> None:
         raise IndexError(f"index {bad} is out of range for dimension {dim} with size {n}")
 
 
-def _jax_checked(j: Kernel, dim: int, select: bool = False) -> Kernel:
-    """Jitted kernel `j(x, i, ...)` with its index checked first on the host (~2-4 us a
-    call on the CPU); traced (in a compiled region or loop), it reports whether the index
-    leaves its range to the compiled function (`jax_index_checks`)."""
+def _jax_checked(op: ops.Op, fn: Kernel, dim: int, select: bool = False) -> Kernel:
+    """`fn(x, i, ...)` jitted with a flag "an index value leaves 0..n-1" (a 0-d select
+    index also -n..-1) computed in the same call and left on the device: checked once
+    per run (`runtime.backends.jax_index_checks`), or passed to the compiled function
+    that traces this kernel."""
     import jax.numpy as jnp
-    from jax.core import Tracer
 
-    from tempo.runtime.backends.jax_index_checks import report
+    from tempo.runtime.backends import jax_index_checks as ixc
+    from tempo.runtime.backends.jax import jit_shared
+
+    def both(x: Any, i: Any, *rest: Any) -> tuple[Any, Any]:
+        n = x.shape[dim] if x.ndim else 1
+        low = -n if select and i.ndim == 0 else 0
+        return fn(x, i, *rest), jnp.any((i < low) | (i >= n))
+
+    j, named = jit_shared(op, both, part="flagged"), [op]
 
     def kernel(x: Any, i: Any, *rest: Any) -> Any:
-        n = x.shape[dim] if x.ndim else 1
-        if isinstance(i, Tracer):
-            low = -n if select and i.ndim == 0 else 0
-            report(jnp.any((i < low) | (i >= n)))
-        else:
-            check_index(i, n, dim, select)
-        return j(x, i, *rest)
+        out, bad = j(x, i, *rest)
+        ixc.defer(named, bad)
+        return out
 
     return kernel
 
@@ -173,20 +177,16 @@ def _jax_outside(i: Any, n: int) -> Any:
 def _jax_index_select(op: ops.IndexSelectOp, be: Any) -> Kernel:
     import jax.numpy as jnp
 
-    from tempo.runtime.backends.jax import jit_shared
-
     dim = op.dim
 
     def index_select(x: Any, i: Any) -> Any:
         return jnp.take(x, i if i.ndim == 0 else _jax_outside(i, x.shape[dim]), axis=dim)
 
-    return _jax_checked(jit_shared(op, index_select), dim, select=True)
+    return _jax_checked(op, index_select, dim, select=True)
 
 
 def _jax_gather(op: ops.GatherOp, be: Any) -> Kernel:
     import jax.numpy as jnp
-
-    from tempo.runtime.backends.jax import jit_shared
 
     dim = op.dim
 
@@ -194,13 +194,11 @@ def _jax_gather(op: ops.GatherOp, be: Any) -> Kernel:
         return jnp.take_along_axis(_fit_to_index(x, i, dim), _jax_outside(i, x.shape[dim]),
                                    axis=dim)
 
-    return _jax_checked(jit_shared(op, gather), dim)
+    return _jax_checked(op, gather, dim)
 
 
 def _jax_scatter_add(op: ops.ScatterAddOp, be: Any) -> Kernel:
     import jax.numpy as jnp
-
-    from tempo.runtime.backends.jax import jit_shared
 
     dim = op.dim
 
@@ -211,11 +209,10 @@ def _jax_scatter_add(op: ops.ScatterAddOp, be: Any) -> Kernel:
         grid[dim % i.ndim] = _jax_outside(i, x.shape[dim])
         return x.at[tuple(grid)].add(s[tuple(slice(0, n) for n in i.shape)], mode="drop")
 
-    return _jax_checked(jit_shared(op, scatter_add), dim)
+    return _jax_checked(op, scatter_add, dim)
 
 
 def _jax_index_add(op: ops.IndexAddOp, be: Any) -> Kernel:
-    from tempo.runtime.backends.jax import jit_shared
 
     dim, alpha = op.dim, op.alpha
 
@@ -226,7 +223,7 @@ def _jax_index_add(op: ops.IndexAddOp, be: Any) -> Kernel:
         key = (slice(None),) * d + (_jax_outside(i, x.shape[d]),)
         return x.at[key].add(s.astype(x.dtype), mode="drop")
 
-    return _jax_checked(jit_shared(op, index_add), dim)
+    return _jax_checked(op, index_add, dim)
 
 
 # ---------------------------------------------------------------- numpy

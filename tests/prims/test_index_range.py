@@ -2,8 +2,9 @@
 torch gather / index_add / scatter_add): torch raised, numpy wrapped negative indices
 silently, jax gave NaN (or dropped an add, or wrapped -1) -- in eager kernels, compiled
 regions and compiled loops alike. The one torch exception is kept everywhere: a 0-d index
-selects like `x.select(dim, i)`, so -1 is the last row. Checked against numpy on the three
-backends, the error naming the user's line."""
+selects like `x.select(dim, i)`, so -1 is the last row. jax raises at the end of the run
+(it checks flags its kernels leave on the device once per run). Checked against numpy on
+the three backends, the error naming the user's line."""
 
 from __future__ import annotations
 
@@ -101,8 +102,8 @@ def _loop(k: int, **cfg: Any) -> tuple[np.ndarray, Any]:
 
 
 def test_jax_compiled_loop() -> None:
-    """In range the loop runs as a scan and equals numpy; out of range (jax would give
-    NaN for 5 and row 2 for -1) it raises naming the user's line."""
+    """In range the loop runs as a scan and equals numpy; out of range (jax gave NaN for
+    5 and row 2 for -1) the run raises at its end naming the user's line."""
     got, exe = _loop(1)
     want, h = [], np.zeros(4, np.float32)
     for k in (0, 2, 1, 1, 0, 2):
@@ -111,6 +112,25 @@ def test_jax_compiled_loop() -> None:
     np.testing.assert_allclose(got, np.stack(want), rtol=1e-6)
     g = exe.generated.fn.__globals__
     assert any(getattr(v, "calls", 0) for n, v in g.items() if n.startswith("_L"))
-    for k in (5, -1):
-        with pytest.raises(BackendError, match=rf"index {k} is out of range.*\n.*h\[t \+ 1\]"):
+    for k in (5, -1):  # (jax checks once per run: the op, not the value)
+        with pytest.raises(BackendError, match=r"out of range in the index_select `h\[t \+ 1\]"):
             _loop(k)
+
+
+def test_jax_names_the_region_whose_index_left_its_dim() -> None:
+    """Two equal fused regions share one compiled body (built from the first region's
+    members): the error names the second one's line, where the index was out of range."""
+    c = ExecutionConfig(dev="cpu", backend="jax")
+    ctx = TempoContext(c, num_dims=1)
+    ((t, T),) = ctx.variables_and_bounds
+    seen: list[np.ndarray] = []
+    with ctx:
+        i1 = RT.const(np.array([1, 2], dtype=np.int64)).index(0, t)
+        i2 = RT.const(np.array([0, 7], dtype=np.int64)).index(0, t)
+        y1 = (RT.const(X).index(0, i1.reshape((1,))) * 2.0).exp()
+        y2 = (RT.const(X).index(0, i2.reshape((1,))) * 2.0).exp()
+        (y1 + y2).sink_udf(lambda v: seen.append(np.asarray(v)))
+    exe = ctx.compile({T: 2})
+    with pytest.raises(BackendError, match=r"out of range in the index_select `y2 = "):
+        exe.execute()
+    assert len(seen) == 2 and np.isnan(seen[1]).all()  # (what jax computed before the check)
