@@ -272,8 +272,9 @@ def mish(x: MaybeRecurrentTensor) -> RecurrentTensor:
     return lift(x).mish()
 
 
-def softmax(x: MaybeRecurrentTensor, dim: int = -1, stable: bool = True) -> RecurrentTensor:
-    return lift(x).softmax(dim, stable)
+def softmax(x: MaybeRecurrentTensor, dim: int = -1, stable: bool = True, *,
+            axis: int | None = None) -> RecurrentTensor:
+    return lift(x).softmax(dim, stable, axis=axis)
 
 
 def cross_entropy(pred: MaybeRecurrentTensor, target: Any, class_dim: int = -1) -> RecurrentTensor:
@@ -294,8 +295,9 @@ def sum(
     keepdim: bool = False,
     *,
     dim: int | Sequence[int] | None = None,
+    axis: int | Sequence[int] | None = None,
 ) -> RecurrentTensor:
-    return lift(x).sum(dims, keepdim, dim=dim)
+    return lift(x).sum(dims, keepdim, dim=dim, axis=axis)
 
 
 def mean(
@@ -304,8 +306,9 @@ def mean(
     keepdim: bool = False,
     *,
     dim: int | Sequence[int] | None = None,
+    axis: int | Sequence[int] | None = None,
 ) -> RecurrentTensor:
-    return lift(x).mean(dims, keepdim, dim=dim)
+    return lift(x).mean(dims, keepdim, dim=dim, axis=axis)
 
 
 def std(
@@ -315,8 +318,9 @@ def std(
     keepdim: bool = False,
     *,
     dim: int | Sequence[int] | None = None,
+    axis: int | Sequence[int] | None = None,
 ) -> RecurrentTensor:
-    return lift(x).std(dims, correction, keepdim, dim=dim)
+    return lift(x).std(dims, correction, keepdim, dim=dim, axis=axis)
 
 
 def var(
@@ -326,8 +330,9 @@ def var(
     keepdim: bool = False,
     *,
     dim: int | Sequence[int] | None = None,
+    axis: int | Sequence[int] | None = None,
 ) -> RecurrentTensor:
-    return lift(x).var(dims, correction, keepdim, dim=dim)
+    return lift(x).var(dims, correction, keepdim, dim=dim, axis=axis)
 
 
 def prod(

@@ -336,7 +336,7 @@ def main() -> None:
                 f"code + stores alone {m['stub_us']:.2f} us/call")
         print(line, flush=True)
         lines.append(line)
-    append_lines("results/call_overhead.txt", lines)
+    append_lines("call_overhead.txt", lines)
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ from tempo.bench.launcher import Outcome, run_grid
 from tempo.bench.plots import plot_experiment
 from tempo.bench.registry import Experiment, load_all, resolve
 from tempo.bench.report import write_report
+from tempo.bench.results import results_path
 
 ORDER = ("gpt2_tpt", "gpt2_block_size", "gpt2_mem", "llama_tpt", "llama_compile",
          "ppo_small_to_med", "ppo_large_obs", "reinforce_sched", "memsave")
@@ -27,7 +28,7 @@ def _dirs(args: argparse.Namespace) -> tuple[Path, Path]:
     """Results root and its plots dir: `results/` (full) or `results/quick` (--quick) by
     default, or DIR with --results; plots always go to ROOT/plots, so every output of a run
     stays under its results root."""
-    root = Path(args.results) if args.results else Path("results") / (
+    root = Path(args.results) if args.results else results_path(
         "quick" if args.quick else "")
     return root, root / "plots"
 

@@ -200,7 +200,7 @@ def main() -> None:
     lines = run(args.B, args.T, args.iters, args.reps, args.backends.split(","))
     if args.scaling:
         lines += scaling(2)
-    append_lines("results/e5/e5_pair.txt", lines)
+    append_lines("e5/e5_pair.txt", lines)
 
 
 if __name__ == "__main__":

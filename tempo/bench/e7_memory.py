@@ -25,7 +25,7 @@ import torch
 from tqdm import tqdm
 
 from tempo.bench.memory import DeviceMemoryAccountant
-from tempo.bench.results import append_lines
+from tempo.bench.results import append_lines, results_path
 from tempo.bench.systems import reinforce_tempo
 from tempo.bench.systems.tempo_memory import memory_config
 from tempo.bench.timing import StatsLogger
@@ -174,7 +174,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--steps", default="64,256")
     ap.add_argument("--iterations", type=int, default=4)
     ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--out", default="results/e7")
+    ap.add_argument("--out", default=str(results_path("e7")))
     a = ap.parse_args(argv)
     torch.set_num_threads(1)
     out = Path(a.out)

@@ -29,6 +29,7 @@ from tempo.api.nn import Linear
 from tempo.api.nn.init import const_init
 from tempo.api.optim.optim import SGD
 from tempo.bench.clock import cpu_seconds
+from tempo.bench.results import results_path
 from tempo.core.configs import ExecutionConfig
 from tempo.core.dtype import dtypes
 
@@ -94,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--hid", type=int, default=1024)
     p.add_argument("--iters", type=int, default=3)
     p.add_argument("--reps", type=int, default=5)
-    p.add_argument("--out", default="results/incremental.txt")
+    p.add_argument("--out", default=str(results_path("incremental.txt")))
     a = p.parse_args(argv)
     off, on, agree = compare(a.batch, a.hid, a.iters, a.reps)
     lines = [f"# {time.strftime('%Y-%m-%d %H:%M:%S')} learner batch={a.batch} hid={a.hid} "

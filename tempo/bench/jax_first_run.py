@@ -88,7 +88,7 @@ def main() -> None:
     lines = [f"# {time.strftime('%Y-%m-%d %H:%M:%S')}  {up}", line,
              f"# after: {os.popen('uptime').read().strip()}"]
     print("\n".join(lines), flush=True)
-    append_lines("results/jax_first_run.txt", lines)
+    append_lines("jax_first_run.txt", lines)
 
 
 if __name__ == "__main__":

@@ -173,7 +173,7 @@ def main() -> None:
                 + ", ".join(parts))
         print(line, flush=True)
         lines.append(line)
-    append_lines("results/lower_fused.txt", lines)
+    append_lines("lower_fused.txt", lines)
 
 
 if __name__ == "__main__":

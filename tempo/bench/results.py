@@ -14,6 +14,15 @@ from typing import Any
 from tempo.bench.memory import is_oom_text
 from tempo.bench.registry import Point
 
+RESULTS = Path(__file__).resolve().parents[2] / "results"
+"""The repository's results/: where every bench writes unless told otherwise, whatever the
+working directory (`python -m tempo.bench...` run from elsewhere wrote a stray results/)."""
+
+
+def results_path(rel: str | Path = "") -> Path:
+    """`rel` under the repository's results/ (RESULTS)."""
+    return RESULTS / rel
+
 
 @dataclass
 class Record:
@@ -49,9 +58,9 @@ def load_records(results_root: Path, points: list[Point]) -> list[Record]:
 
 
 def append_lines(path: str | Path, lines: list[str]) -> Path:
-    """Append a measurement script's printed lines to its log under results/ (the pair
-    benches keep every run, each headed by its date and load)."""
-    out = Path(path)
+    """Append a measurement script's printed lines to its log (the pair benches keep every
+    run, each headed by its date and load); a relative `path` is under RESULTS."""
+    out = Path(path) if Path(path).is_absolute() else results_path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
     with out.open("a") as f:
         f.write("\n".join(lines) + "\n")

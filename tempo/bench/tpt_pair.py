@@ -105,7 +105,7 @@ def main() -> None:
             print(lines[-1], flush=True)
     lines.append(f"# after: {os.popen('uptime').read().strip()}")
     print(lines[-1], flush=True)
-    append_lines("results/tpt_pair.txt", lines)
+    append_lines("tpt_pair.txt", lines)
 
 
 if __name__ == "__main__":

@@ -24,6 +24,7 @@ import torch
 from tempo.bench.baselines.gpt2_core import Gpt2CoreConfig, init_weights
 from tempo.bench.experiments.lm import MODEL
 from tempo.bench.memory import DeviceMemoryAccountant
+from tempo.bench.results import results_path
 from tempo.bench.systems.gpt2_tempo import TempoGpt2Decoder
 
 
@@ -91,7 +92,7 @@ def main() -> None:
     ap.add_argument("--backend", default="torch", choices=("torch", "numpy"),
                     help="numpy keeps a dispatch per block; torch reads a causal history "
                          "as one view")
-    ap.add_argument("--out", default="results/gpt2")
+    ap.add_argument("--out", default=str(results_path("gpt2")))
     args = ap.parse_args()
     torch.set_num_threads(1)
     us = [int(u) for u in args.us.split(",")]

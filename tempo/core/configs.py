@@ -293,6 +293,15 @@ class Tuning:
     fine-tune over (i, layer, t) spent 1.37M: 7.1 of its 8 CPU-s compile. At ~5 us a
     unit the cap is ~1.3 s."""
 
+    isl_schedule_cpu_s: float | None = 60.0
+    """CPU seconds isl's scheduler may spend on a program the structural scheduler cannot
+    order (schedule/isl_worker.py; None: no limit); then compile raises ScheduleTimeError
+    naming the ops it could not order. isl's search grows much faster than the program:
+    accept6 c13 (PPO epochs over (i, e)) took 107 s at B = 2 and did not finish in 55
+    minutes at B = 64 before merge_fixed_reads let the structural scheduler order it; its
+    isl path in the tests (test_isl_ast_order, B = 2) takes ~25 CPU-s, the slowest isl
+    fallback in the suite. The compile bench's --before path sets its own limit."""
+
     fold_bytes: int = 256 << 10
     """Largest excursion `codegen_charges.fold` merges into one reservation (without a
     cap). A charge costs more than a decode step's small kernels (attribute reads and

@@ -110,6 +110,11 @@ class IndexExprError(TempoError, ValueError):
     """A malformed or out-of-range index expression (unknown symbol, constant past a bound)."""
 
 
+class SymbolicIntError(IndexExprError, TypeError):
+    """A symbol or index expression used where Python needs an int (`range(T)`, a list
+    index): a TypeError too, so code that probes for ints (numpy, torch) still does."""
+
+
 class DefinitionError(TempoError, ValueError):
     """A placeholder definition that can never take effect (an earlier branch shadows it)."""
 
@@ -137,6 +142,11 @@ class BoundError(TempoError, ValueError):
 
 class ScheduleError(TempoError):
     """No schedule exists: a cycle of same-point dependences, or undefined reads."""
+
+
+class ScheduleTimeError(ScheduleError):
+    """isl's scheduler (the fallback for programs Tempo's own scheduler cannot order) spent
+    its CPU budget (`Tuning.isl_schedule_cpu_s`) without finishing."""
 
 
 class ConfigError(TempoError, ValueError):

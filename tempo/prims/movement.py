@@ -71,11 +71,12 @@ def pad_grad(op: ops.PadOp, xs: Xs, ys: Xs, gs: Gs) -> Grads:
         if before or after:
             idx = pad_index(shape[d], before, after, op.mode).tolist()
             from tempo.api.ops.creation import const
+            from tempo.api.ops.indexing_ops import index_add
 
             zshape = list(g.shape)
             zshape[d] = shape[d]
             z = zeros_of(Shape.from_(tuple(zshape)), g.dtype)
-            g = record1(ops.IndexAddOp, [z, const(idx, dtype=dtypes.int64), g], dim=d)
+            g = index_add(z, d, const(idx, dtype=dtypes.int64), g)  # honours enable_index_ops
     return [g]
 
 

@@ -41,9 +41,13 @@ def region_cost(op: RegionOp, ins: Sequence[Arg], outs: Sequence[Arg]) -> Cost:
 
 
 def _jit(fn: Kernel) -> Kernel:
+    """jax.jit of a region body, returning `(outputs, flags)`: the flags of its index
+    members (`jax_index_checks`; None without any)."""
     import jax
 
-    jitted = jax.jit(fn)
+    from tempo.runtime.backends.jax_index_checks import flagged
+
+    jitted = jax.jit(flagged(fn))
     state = {"traced": True}
 
     def run(*args: Any) -> Any:
@@ -52,7 +56,7 @@ def _jit(fn: Kernel) -> Kernel:
                 return jitted(*args)
             except jax.errors.JAXTypeError:  # a member needs concrete values: stay eager
                 state["traced"] = False
-        return fn(*args)
+        return fn(*args), None
 
     return run
 
@@ -95,9 +99,31 @@ def _torch(op: RegionOp, be: Any) -> Kernel:
 
 
 def _jax(op: RegionOp, be: Any) -> Kernel:
+    """The region's body (shared with equal regions) whose index flags this region names
+    by its own members (`jax_index_checks`): a compiled body returns them, an eager one's
+    kernels defer them as they run."""
+    from tempo.runtime.backends import jax_index_checks as ixc
     from tempo.runtime.regions import region_kernel
 
-    return region_kernel(op, be, _jit)
+    fn = region_kernel(op, be, _jit)
+    own = [m for m in op.body if m.name in ixc.INDEX_OPS]
+    if op.compiled:
+        def run(*args: Any) -> Any:
+            out, bad = fn(*args)
+            ixc.defer(own, bad)
+            return out
+
+        return run
+    if not own:
+        return fn
+
+    def eager(*args: Any) -> Any:
+        mark = ixc.pending()
+        out = fn(*args)
+        ixc.renamed(mark, op.body)
+        return out
+
+    return eager
 
 
 def _numpy(op: RegionOp, be: Any) -> Kernel:

@@ -12,6 +12,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from tempo.runtime.backends import jax_index_checks as ixc
 from tempo.runtime.backends.common import NP_OF
 from tempo.runtime.stores import TrackedStore
 from tempo.runtime.stores_stacked import StackedStore
@@ -51,20 +52,28 @@ class ScanRunner:
         self.source = source
         down = len(counters) > 1 and counters[1] < counters[0]
         cs = np.asarray(counters[::-1] if down else counters)
+        self.flag_ops: list[Any] = []  # index ops whose flags the scan returns
 
         def scan(li: tuple, lc: tuple, lx: tuple) -> Any:
             if self.form == "fori_loop":
-                return fori(li, lc), ()
-            return jax.lax.scan(functools.partial(step, li), lc, (jnp.asarray(cs), *lx),
-                                reverse=down)
+                return fori(li, lc)
+            body, flags = ixc.scan_body(functools.partial(step, li))
+            out = ixc.scan_result(jax.lax.scan(body, lc, (jnp.asarray(cs), *lx),
+                                               reverse=down))
+            self.flag_ops = flags.ops  # (set while jax traces: the same at every call)
+            return out
 
         def fori(li: tuple, lc: tuple) -> Any:
             first, inc = counters[0], (counters[1] - counters[0] if len(counters) > 1 else 1)
+            one = ixc.flagged(step)
 
             def body(n: Any, carry: tuple) -> tuple:
-                return step(li, carry, (first + n * inc,))[0]
+                (c, _), bad = one(li, carry[0], (first + n * inc,))
+                return c, carry[1] if bad is None else carry[1] | jnp.any(bad)
 
-            return jax.lax.fori_loop(0, len(counters), body, lc)
+            c, bad = jax.lax.fori_loop(0, len(counters), body, (lc, jnp.zeros((), bool)))
+            self.flag_ops = one.ops  # one flag for all of them (no index kernel: none)
+            return (c, ()), bad if one.ops else None
 
         self.fn = jax.jit(scan)
         self.outputs = outputs
@@ -77,11 +86,12 @@ class ScanRunner:
         if self.failed is not None:
             return None
         try:
-            out = self.fn(li, lc, lx)
+            out, bad = self.fn(li, lc, lx)
         except Exception as exc:  # noqa: BLE001 - any failure: the Python loop runs instead
             why = str(exc).splitlines()[0] if str(exc) else ""
             self.failed = f"{type(exc).__name__}: {why}"
             return None
+        ixc.defer(self.flag_ops, bad)  # checked at the end of the run
         self.calls += 1
         return out
 
@@ -297,6 +307,7 @@ class NestRunner:
         self.kernel_ops = kernel_ops
         self.code = compile(source, "<tempo-nest-step>", "exec")
         self.fns: dict[int, Any] = {}
+        self.flag_ops: dict[int, list[Any]] = {}  # index ops whose flags segment k returns
         self.failed: dict[int, str] = {}
         self.calls = 0
 
@@ -310,11 +321,12 @@ class NestRunner:
             fn = self.fns.get(k)
             if fn is None:
                 fn = self.fns[k] = self._scan(k, g, loc)
-            regs, ys = fn(li, init, (jnp.arange(b - a, dtype=jnp.int32), moving))
+            (regs, ys), bad = fn(li, init, (jnp.arange(b - a, dtype=jnp.int32), moving))
         except Exception as exc:  # noqa: BLE001 - any failure: the Python loop runs instead
             why = str(exc).splitlines()[0] if str(exc) else ""
             self.failed[k] = f"{type(exc).__name__}: {why}"
             return False
+        ixc.defer(self.flag_ops.get(k, []), bad)  # checked at the end of the run
         self.calls += 1
         self._back(pl, g, regs, ys, b - a)
         return True
@@ -365,7 +377,13 @@ class NestRunner:
                 new[_rk(reg, 1)] = _fix(_view(tape.vals[reg[0]], reg[1]), regs[_rk(reg, 1)])
             return new, tuple(tape.vals[q] for q in pl.stacked)
 
-        return jax.jit(lambda li, init, xs: jax.lax.scan(functools.partial(step, li), init, xs))
+        def scan(li: tuple, init: dict, xs: tuple) -> Any:
+            body, flags = ixc.scan_body(functools.partial(step, li))
+            out = ixc.scan_result(jax.lax.scan(body, init, xs))
+            self.flag_ops[k] = flags.ops  # (set while jax traces)
+            return out
+
+        return jax.jit(scan)
 
     @staticmethod
     def _kernel(tape: _Tape, fn: Any, op: Any, pl: Any, r: Any) -> Any:
@@ -387,7 +405,9 @@ class NestRunner:
     def _inner(tape: _Tape, runner: Any) -> Any:
         def call(li: Any, lc: Any, lx: Any) -> Any:
             tape.next()
-            return runner.fn(li, lc, lx)  # (its failure fails the outer step)
+            out, bad = runner.fn(li, lc, lx)  # (its failure fails the outer step)
+            ixc.defer(runner.flag_ops, bad)  # traced: to the outer step's flags
+            return out
 
         return call
 

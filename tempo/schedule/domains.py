@@ -7,7 +7,8 @@ from __future__ import annotations
 import islpy as isl
 
 from tempo.core import ops
-from tempo.core.sdg import SDG, TensorId
+from tempo.core.index_expr import Symbol
+from tempo.core.sdg import SDG, Edge
 
 
 def executed_domains(
@@ -70,21 +71,31 @@ def executed_domains(
 def _restrict_to_demand(
     sdg: SDG, executed: dict[str, isl.Set], edge_maps: dict[int, isl.UnionMap]
 ) -> set[int]:
-    """Ops that only feed recurrence branches (directly or through such ops) run only where
-    a branch takes them; returns them. `s[True] = f(s.previous)` then never computes f at
-    t = 0, where it would read the future s[T-1] and no affine schedule could order it."""
+    """Ops run only where a reader needs them, readers first: every op without effects
+    (a point nobody reads is wasted work, and may be a point where its inputs are
+    garbage: `prev[True] = tg.index(0, t - 1)` gathers index -1 at t = 0, which the
+    recurrence never takes), and an op with effects (a user function, a random draw)
+    only when it feeds recurrence branches alone (directly or through such ops), so its
+    calls stay as the user wrote them. Returns the latter set: `s[True] = f(s.previous)`
+    never computes f at t = 0, where it would read the future s[T-1]; such an op may have
+    no point at all (a parameter update when the update dim has one point)."""
     from tempo.schedule.isl_program import stmt_name
 
-    restricted: set[int] = set()
+    branch_only: set[int] = set()
     for op in reversed(list(sdg.topological())):
         outs = sdg.out_edges.get(op.op_id, [])
         if (not outs or isinstance(op, ops.MergeOp | ops.SinkUDFOp | ops.BarrierOp)
-                or any(TensorId(op.op_id, k) in sdg.keep for k in range(op.num_outputs))):
+                or sdg.is_kept(op.op_id)):
             continue
-        if not all(isinstance(sdg.ops[e.sink], ops.MergeOp) or e.sink in restricted
-                   for e in outs):
+        feeds_branches = all(isinstance(sdg.ops[e.sink], ops.MergeOp) or e.sink in branch_only
+                             for e in outs)
+        if feeds_branches:
+            branch_only.add(op.op_id)
+        elif not pure(op):
             continue
         name = stmt_name(op.op_id)
+        if not feeds_branches and any(_reads_all(sdg, e, executed) for e in outs):
+            continue  # a reader of every point it has: nothing to drop
         needed = executed[name].subtract(executed[name])
         for e in outs:
             sink_dom = isl.UnionSet.from_set(executed[stmt_name(e.sink)])
@@ -92,5 +103,34 @@ def _restrict_to_demand(
             if not img.is_empty():
                 needed = needed.union(isl.Set.from_union_set(img))
         executed[name] = executed[name].intersect(needed)
-        restricted.add(op.op_id)
-    return restricted
+    return branch_only
+
+
+_EFFECTS = (ops.UDFSourceOp, ops.MapUDFOp, ops.RandOp, ops.SinkUDFOp, ops.BarrierOp,
+            ops.MergeOp)
+
+
+def pure(op: ops.Op) -> bool:
+    """No effect but its value, so it may skip points nobody reads: a user function or a
+    random draw called at fewer points would change what the user's function sees or the
+    draws' stream."""
+    if isinstance(op, ops.RegionOp):
+        return all(pure(m) for m in op.body)
+    return not isinstance(op, _EFFECTS)
+
+
+def _reads_all(sdg: SDG, e: Edge, executed: dict[str, isl.Set]) -> bool:
+    """Whether read `e` surely takes every executed point of its source: a same-point read
+    (no condition) by a reader over the same domain that runs wherever the source does
+    (a cheap test that spares the isl images for most edges)."""
+    from tempo.schedule.isl_program import stmt_name
+
+    src, sink = sdg.ops[e.src.op_id], sdg.ops[e.sink]
+    if e.cond is not None or [v.name for v in src.domain.variables] != \
+            [v.name for v in sink.domain.variables]:
+        return False
+    if not all(isinstance(m, Symbol) and m.name == v.name
+               for m, v in zip(e.expr, src.domain.variables)):
+        return False
+    return executed[stmt_name(e.src.op_id)].is_subset(
+        executed[stmt_name(e.sink)].set_tuple_name(stmt_name(e.src.op_id)))

@@ -16,7 +16,7 @@ import islpy as isl
 
 from tempo.core import index_expr as ie
 from tempo.core import naming, ops
-from tempo.core.errors import IndexExprError, ScheduleError
+from tempo.core.errors import IndexExprError, ScheduleError, ScheduleTimeError
 from tempo.core.sdg import SDG, Edge
 
 
@@ -304,6 +304,25 @@ def cycle_error(sdg: SDG, cycle: list[int]) -> ScheduleError:
 
 
 _BACKWARD = "__BACKWARD_REGION__"  # the region tag of ops that backward() records
+
+
+def isl_time_error(sdg: SDG, unordered: list[int], spent: float) -> ScheduleTimeError:
+    """The error when isl's scheduler, the fallback for a program Tempo's own scheduler
+    could not order, ran out of its CPU budget: names the ops the structural scheduler
+    gave up on (`Unorderable.ops`), by the user's lines."""
+    members = [sdg.ops[i] for i in unordered if i in sdg.ops]
+    which = (f"it could not order these ops against each other: {_by_line(members[:12])}"
+             + (f" (and {len(members) - 12} more)" if len(members) > 12 else "")
+             if members else "it could not verify its own order for this program")
+    site = next((op.site for op in members if op.site), None)
+    return ScheduleTimeError(
+        f"compiling stopped after {spent:.0f} CPU-s in isl's scheduler, the fallback for "
+        f"programs Tempo's own scheduler cannot order: {which}. Such ops read each other "
+        "at points that need their loops interleaved or skewed (often a recurrence over two "
+        "dims read along both). Read values that are complete when the reader runs (an "
+        "earlier iteration's instead of the current one's), split the recurrence into one "
+        "placeholder per dim, or allow isl more time: `with tempo.core.configs.tuned("
+        "isl_schedule_cpu_s=600): ctx.compile(...)` (None: no limit)", site=site)
 
 
 def _by_line(members: list[ops.Op]) -> str:

@@ -4,7 +4,8 @@
 seen when it returns (minutes, on the programs that need the fallback). The worker gets the
 constraints as isl text and sends the schedule back as isl text; the parent waits in
 short `select` slices, so KeyboardInterrupt is raised within a fraction of a second and
-the worker is killed."""
+the worker is killed. The same slices watch the worker's CPU time against a limit
+(`IslTimeout`): isl's search cannot be interrupted from inside, but its process can."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import os
 import select
 import signal
 import threading
+import time
 import warnings
 from collections.abc import Callable
 
@@ -24,7 +26,30 @@ class IslScheduleError(Exception):
     """isl found no schedule (the message is isl's)."""
 
 
-def compute_schedule(sc: isl.ScheduleConstraints) -> isl.Schedule:
+class IslTimeout(Exception):
+    """isl's scheduler ran past its CPU limit and was stopped (`spent`: its CPU seconds)."""
+
+    def __init__(self, spent: float) -> None:
+        super().__init__(f"isl's scheduler stopped after {spent:.1f} CPU-s")
+        self.spent = spent
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """CPU time (user + system) of a running process from /proc (None where there is no
+    /proc: the caller counts wall time instead)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def compute_schedule(sc: isl.ScheduleConstraints,
+                     cpu_limit_s: float | None = None) -> isl.Schedule:
+    """isl's schedule for `sc`; IslTimeout once the worker has spent `cpu_limit_s` CPU
+    seconds (wall seconds where the CPU time cannot be read). Without fork (Windows) isl
+    runs in this process and no limit can stop it."""
     text = sc.to_str()
     if not hasattr(os, "fork"):  # no fork (Windows): schedule in-process
         return _schedule_text(text, sc.get_ctx())
@@ -58,9 +83,15 @@ def compute_schedule(sc: isl.ScheduleConstraints) -> isl.Schedule:
     try:
         if held:  # Ctrl-C came during the fork: the user's handler gets it now
             signal.raise_signal(signal.SIGINT)
+        start = time.monotonic()
         while True:
             ready, _, _ = select.select([r], [], [], 0.1)
             if not ready:
+                if cpu_limit_s is not None:
+                    spent = cpu_seconds(pid)
+                    spent = time.monotonic() - start if spent is None else spent
+                    if spent > cpu_limit_s:
+                        raise IslTimeout(spent)
                 continue
             data = os.read(r, 1 << 20)
             if not data:

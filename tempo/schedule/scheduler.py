@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import islpy as isl
 
 from tempo.core import ops
+from tempo.core.configs import TUNING
 from tempo.core.index_expr import Symbol
 from tempo.core.sdg import SDG, TensorId
 from tempo.schedule import isl_worker
@@ -70,14 +71,16 @@ def compute_schedule(
                    "isl_place": (t3 - t2) * 1e3}
         return Schedule(out, None, timings)
     except NotVerified:
-        pass  # a gap in the structural scheduler: isl's own scheduler decides
+        unordered: list[int] = []  # a gap in the structural scheduler: isl's decides
     except Unorderable as exc:
         cycle = definite_cycle(rest, an, exc.ops)
         if cycle:  # a real cycle at one point: no scheduler can order it
             from tempo.schedule.explain import cycle_error
 
             raise cycle_error(rest, cycle) from None
+        unordered = exc.ops
     sched, prog = None, None
+    limit = TUNING.isl_schedule_cpu_s
     for group in (True, False):  # grouped first; a join can make isl fail, ungrouped not
         prog = build_program(rest, bounds, stored, an, group=group)
         t2 = time.perf_counter()
@@ -89,10 +92,14 @@ def compute_schedule(
             .set_proximity(validity)
         )
         try:
-            sched = isl_worker.compute_schedule(sc)
+            sched = isl_worker.compute_schedule(sc, limit)
             break
         except isl_worker.IslScheduleError:
             continue
+        except isl_worker.IslTimeout as exc:
+            from tempo.schedule.explain import isl_time_error
+
+            raise isl_time_error(rest, unordered, exc.spent) from None
     if sched is None or prog is None:
         from tempo.schedule.explain import cycle_error, point_cycle_error
         from tempo.schedule.point_cycles import point_cycle

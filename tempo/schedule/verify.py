@@ -11,10 +11,12 @@ with the user's lines of the reader and the point it reads.
 
 The tree and each op's reads are generated as Python (as the runtime's code is), about a
 microsecond per point read. It runs with `validate_pipeline_stages` (test and debug
-configs) only, and stops checking, quietly, past a budget of point reads."""
+configs) only, and stops checking past a budget of point reads, with one warning in the
+log saying how far it got."""
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Mapping
 from typing import Any
@@ -28,6 +30,8 @@ from tempo.schedule.tree import Exec, Free, If, Loop, Node, Seq, While, walk
 
 READ_BUDGET = 500_000  # point reads checked per compile (about half a CPU second)
 
+_log = logging.getLogger(__name__)
+
 
 class _OverBudget(Exception):
     """The check read more points than its budget: the rest of the tree is not checked."""
@@ -39,10 +43,11 @@ class _Found(Exception):
 
 
 def verify_order(sdg: SDG, tree: Node, bounds: Mapping[str, int],
-                 budget: int = READ_BUDGET) -> bool:
+                 budget: int | None = None) -> bool:
     """Raise ScheduleError at the first read of a point not yet made or already freed (or
-    an op run twice at one point); True when the whole tree was checked, False when the
-    budget ran out first."""
+    an op run twice at one point); True when the whole tree was checked, False (and a
+    warning in the log) when the budget (default READ_BUDGET) ran out first."""
+    budget = READ_BUDGET if budget is None else budget
     ops_run = sorted({n.op_id for n in walk(tree) if isinstance(n, Exec)})
     frees = sorted({n.tensor for n in walk(tree) if isinstance(n, Free)},
                    key=lambda t: (t.op_id, t.output_id))
@@ -63,12 +68,21 @@ def verify_order(sdg: SDG, tree: Node, bounds: Mapping[str, int],
     lines += _tree_lines(tree, 1) or ["    pass"]
     try:  # a tree too large or deep for Python's compiler stays unchecked
         code = compile("\n".join(lines), "<schedule check>", "exec")
-    except (SyntaxError, RecursionError, MemoryError):
+    except (SyntaxError, RecursionError, MemoryError) as exc:
+        _log.warning("schedule order check skipped: its generated code (%d lines for %d ops) "
+                     "is too large for Python's compiler (%s); the schedule is unchecked",
+                     len(lines), len(ops_run), type(exc).__name__)
         return False
     exec(code, env)  # noqa: S102 - the schedule's own loops and index expressions
     try:
         env["_run"]()
     except _OverBudget:
+        points = sum(len(made[i]) for i in ops_run)
+        started = sum(1 for i in ops_run if made[i])
+        _log.warning("schedule order check stopped early: its budget of %d point reads "
+                     "(tempo.schedule.verify.READ_BUDGET) ran out after %d op points (%d of "
+                     "the %d ops run) in schedule order; the rest of the schedule is "
+                     "unchecked", budget, points, started, len(ops_run))
         return False
     except _Found as f:
         raise _error(sdg, *f.args) from None

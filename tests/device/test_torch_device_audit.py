@@ -31,6 +31,9 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("tempo/api/ops/init.py", "draw"):
         "orthogonal init draws on the host like torch.nn.init (the same weights on every "
         "device); the source moves the draw to the device once",
+    ("tempo/runtime/backends/jax_index_checks.py", "check_pending"):
+        "one read per run of the jax index kernels' out-of-range flags, to raise as torch "
+        "does (jax cannot raise from compiled code)",
     ("tempo/api/llm/models/gpt2_core.py", "_weight"):
         "weights the user gives as numpy are host data (moved per layer by the weight "
         "source, once per run); torch weights stay on their device",

@@ -107,7 +107,7 @@ def test_dqn_per_step_updates_compile_structurally_in_seconds(
     it (isl's own search, the fallback, ran for over 10 minutes on this program)."""
     from tempo.schedule import isl_worker
 
-    def no_isl_search(sc: object) -> None:
+    def no_isl_search(sc: object, *_: object) -> None:
         raise AssertionError("the DQN schedule fell back to isl's search")
 
     monkeypatch.setattr(isl_worker, "compute_schedule", no_isl_search)

@@ -28,7 +28,7 @@ from tempo.runtime import loops_jax  # noqa: E402
 RNG = np.random.default_rng(11)
 B_, T_ = 3, 6
 W = (RNG.standard_normal((3, 3)) * 0.5).astype(np.float32)
-XS = RNG.standard_normal((B_, T_, 3)).astype(np.float32)
+XS = RNG.standard_normal((9, T_, 3)).astype(np.float32)  # rows for b < 9 (B is 3 or 9)
 
 
 def _cfg(tmp_path: Any, **kw: Any) -> ExecutionConfig:

@@ -22,13 +22,13 @@ def test_sigint_during_isl_schedule_raises_keyboard_interrupt(
     sent: list[float] = []
     original = isl_worker.compute_schedule
 
-    def interrupted(sc: isl.ScheduleConstraints) -> isl.Schedule:
+    def interrupted(sc: isl.ScheduleConstraints, limit: float | None = None) -> isl.Schedule:
         def fire() -> None:
             sent.append(time.perf_counter())
             os.kill(os.getpid(), signal.SIGINT)
 
         threading.Timer(0.5, fire).start()
-        return original(sc)
+        return original(sc, limit)
 
     # isl's own scheduler needs tens of CPU seconds on a 16-layer MLP + Adam.
     monkeypatch.setattr(scheduler, "FORCE_ISL", True)
@@ -87,7 +87,7 @@ def test_sigint_during_the_fork_is_not_swallowed(monkeypatch: pytest.MonkeyPatch
     started: list[float] = []
     original = isl_worker.compute_schedule
 
-    def interrupted(sc: isl.ScheduleConstraints) -> isl.Schedule:
+    def interrupted(sc: isl.ScheduleConstraints, limit: float | None = None) -> isl.Schedule:
         started.append(time.perf_counter())
         _FIRE_IN_FORK.append(True)
         return original(sc)

@@ -7,6 +7,8 @@ a free moved first); right ones pass, and the default config does not run the ch
 from __future__ import annotations
 
 import dataclasses
+import logging
+import re
 from typing import Any
 
 import numpy as np
@@ -139,10 +141,18 @@ def test_an_op_run_twice_at_one_point_is_caught() -> None:
         verify_order(sdg, Seq([tree, tree]), bounds)
 
 
-def test_the_budget_stops_the_check_quietly() -> None:
+def test_the_budget_stops_the_check_with_one_warning(caplog: pytest.LogCaptureFixture) -> None:
+    """Past its budget the check stops (it used to stop quietly): one warning line says so
+    and how far it got; a whole check logs nothing."""
     sdg, tree, bounds = _tree_of(_cfg())
-    assert verify_order(sdg, tree, bounds)
-    assert not verify_order(sdg, tree, bounds, budget=0)
+    with caplog.at_level(logging.WARNING, logger="tempo.schedule.verify"):
+        assert verify_order(sdg, tree, bounds)
+        assert not caplog.records
+        assert not verify_order(sdg, tree, bounds, budget=0)
+    (rec,) = caplog.records
+    assert rec.levelno == logging.WARNING and "\n" not in rec.getMessage()
+    assert re.search(r"stopped early: its budget of 0 point reads .* ran out after \d+ op "
+                     r"points \(\d+ of the \d+ ops run\)", rec.getMessage()), rec.getMessage()
 
 
 @pytest.mark.slow

@@ -104,8 +104,10 @@ def _not_differentiable(op: Any, xs: Xs, ys: Xs, gs: Gs) -> Grads:
 
 
 def pad_back(g: RT, dim: int, start: Any, size: Any, length: Any) -> RT:
-    """`g` (length `length` along `dim`) placed at `start` of a zero tensor of `size`."""
+    """`g` (length `length` along `dim`) placed at `start` of a zero tensor of `size` (an
+    index_add, or a scatter_add with `enable_index_ops=False`)."""
     from tempo.api.ops.creation import arange, from_expr
+    from tempo.api.ops.indexing_ops import index_add
 
     if all(isinstance(v, int) for v in (start, size, length)):
         pad = [(0, 0)] * g.ndim
@@ -117,4 +119,4 @@ def pad_back(g: RT, dim: int, start: Any, size: Any, length: Any) -> RT:
         idx = (idx + st).cast(dtypes.int64)
     shape = list(g.shape)
     shape[dim] = size
-    return record1(ops.IndexAddOp, [zeros_of(Shape.from_(tuple(shape)), g.dtype), idx, g], dim=dim)
+    return index_add(zeros_of(Shape.from_(tuple(shape)), g.dtype), dim, idx, g)

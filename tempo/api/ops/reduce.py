@@ -107,29 +107,41 @@ def _slice_var(x: Any, d: int) -> Any:
     return slices[d][1] if d < len(slices) else None
 
 
-def _torch_dim(dims: Any, dim: Any, name: str) -> Any:
-    """`dims`, or torch's spelling `dim=` of it (what a PyTorch user types first)."""
-    if dim is None:
-        return dims
-    if dims is not None:
-        raise ArgumentError(f"{name}() takes dims or dim (its torch spelling), not both",
+def _torch_dim(dims: Any, dim: Any, name: str, axis: Any = None) -> Any:
+    """`dims`, or torch's spelling `dim=` of it (what a PyTorch user types first), or
+    numpy's and jax's `axis=`."""
+    given = [v for v in (dims, dim, axis) if v is not None]
+    if len(given) > 1:
+        raise ArgumentError(f"{name}() takes one of dims, dim (torch's spelling) and axis "
+                            f"(numpy's), not several", site=user_site())
+    return given[0] if given else None
+
+
+def _axis(dim: int, axis: int | None, name: str, default: int = -1) -> int:
+    """`dim`, or numpy's and jax's spelling `axis=` of it (`jax.nn.softmax(x, axis=0)`)."""
+    if axis is None:
+        return dim
+    if dim != default:
+        raise ArgumentError(f"{name}() takes dim or axis (numpy's spelling), not both",
                             site=user_site())
-    return dim
+    return axis
 
 
 class ReduceOps:
     """Reduction methods mixed into RecurrentTensor."""
 
     def sum(self: TensorSelf, dims: int | Sequence[int] | None = None,
-            keepdim: bool = False, *, dim: int | Sequence[int] | None = None) -> RecurrentTensor:
-        ds = _dims(_torch_dim(dims, dim, "sum"), self)
+            keepdim: bool = False, *, dim: int | Sequence[int] | None = None,
+            axis: int | Sequence[int] | None = None) -> RecurrentTensor:
+        ds = _dims(_torch_dim(dims, dim, "sum", axis), self)
         if not ds:
             return self.ident()
         return record1(ops.SumOp, [self], dims=ds, keepdim=keepdim)
 
     def mean(self: TensorSelf, dims: int | Sequence[int] | None = None,
-             keepdim: bool = False, *, dim: int | Sequence[int] | None = None) -> RecurrentTensor:
-        ds = _dims(_torch_dim(dims, dim, "mean"), self)
+             keepdim: bool = False, *, dim: int | Sequence[int] | None = None,
+             axis: int | Sequence[int] | None = None) -> RecurrentTensor:
+        ds = _dims(_torch_dim(dims, dim, "mean", axis), self)
         n: Any = 1
         for d in ds:
             n = n * self.shape[d]
@@ -177,9 +189,11 @@ class ReduceOps:
         d = _dims(dim, self)[0]
         return record1(ops.CumsumOp, [self], dim=d)
 
-    def softmax(self, dim: int = -1, stable: bool = True) -> RecurrentTensor:
+    def softmax(self, dim: int = -1, stable: bool = True, *,
+                axis: int | None = None) -> RecurrentTensor:
         """exp(x - max) / sum, computed in at least float32 and cast back. The stable form
         is one fused primitive (the backend's softmax kernel, its own exact gradient)."""
+        dim = _axis(dim, axis, "softmax")
         x = lift(self)
         orig = x.dtype
         x = x if dtypes.is_float(orig) and orig.repr_bytes >= 4 else x.cast(dtypes.float32)
@@ -191,9 +205,10 @@ class ReduceOps:
             out = e / e.sum(d, keepdim=True)
         return out.cast(orig) if dtypes.is_float(orig) else out
 
-    def log_softmax(self, dim: int = -1) -> RecurrentTensor:
+    def log_softmax(self, dim: int = -1, *, axis: int | None = None) -> RecurrentTensor:
         """x - logsumexp(x) along `dim` (stable, one fused primitive), in at least float32
         and cast back."""
+        dim = _axis(dim, axis, "log_softmax")
         x = lift(self)
         orig = x.dtype
         x = x if dtypes.is_float(orig) and orig.repr_bytes >= 4 else x.cast(dtypes.float32)
@@ -212,9 +227,10 @@ class ReduceOps:
         return out if keepdim else out.squeeze(ds)
 
     def std(self: TensorSelf, dims: int | Sequence[int] | None = None, correction: float = 1.0,
-            keepdim: bool = False, *, dim: int | Sequence[int] | None = None) -> RecurrentTensor:
+            keepdim: bool = False, *, dim: int | Sequence[int] | None = None,
+            axis: int | Sequence[int] | None = None) -> RecurrentTensor:
         """sqrt(sum((x - mean)^2) / (N - correction)) (API §7.5: `correction` honoured)."""
-        ds = _dims(_torch_dim(dims, dim, "std"), self)
+        ds = _dims(_torch_dim(dims, dim, "std", axis), self)
         n: Any = 1
         for d in ds:
             n = n * self.shape[d]
@@ -227,8 +243,9 @@ class ReduceOps:
         return (sq / (from_expr(n).cast(sq.dtype) - correction)).sqrt()
 
     def var(self: TensorSelf, dims: int | Sequence[int] | None = None, correction: float = 1.0,
-            keepdim: bool = False, *, dim: int | Sequence[int] | None = None) -> RecurrentTensor:
-        return self.std(_torch_dim(dims, dim, "var"), correction, keepdim) ** 2
+            keepdim: bool = False, *, dim: int | Sequence[int] | None = None,
+            axis: int | Sequence[int] | None = None) -> RecurrentTensor:
+        return self.std(_torch_dim(dims, dim, "var", axis), correction, keepdim) ** 2
 
     def prod(self: TensorSelf, dims: int | None = None, keepdim: bool = False) -> RecurrentTensor:
         """Product over one dim (or all), via cumprod's last element."""

@@ -42,12 +42,13 @@ class TempoGpt2Decoder:
         from tempo.api import RecurrentTensor as RT
         from tempo.api import TempoContext
         from tempo.api.llm.models.gpt2_core import Gpt2Core
+        from tempo.bench.results import results_path
         from tempo.core.configs import ExecutionConfig
 
         c = self.c
         cap = self.acct.cap_bytes
         cfg = ExecutionConfig(
-            dev="cpu", backend=self.backend, path="results/.tempo_runs/",
+            dev="cpu", backend=self.backend, path=f"{results_path('.tempo_runs')}/",
             inc_statify_block_size=self.block_size,
             device_memory_cap_bytes=NO_CAP if cap is None else max(cap - self._out_bytes(), 0))
         ctx = TempoContext(cfg, num_dims=1)

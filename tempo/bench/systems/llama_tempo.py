@@ -39,10 +39,11 @@ class TempoLlamaDecoder:
 
     def compile(self) -> None:
         from tempo.api.llm.generate import Generation
+        from tempo.bench.results import results_path
         from tempo.core.configs import ExecutionConfig
 
         window = int(self.cfg.get("window", 128)) if self.cfg.get("attn") == "window" else None
-        cfg = ExecutionConfig(dev="cpu", backend="torch", path="results/.tempo_runs/")
+        cfg = ExecutionConfig(dev="cpu", backend="torch", path=f"{results_path('.tempo_runs')}/")
         self.gen = Generation(self.wdir, self.prompt, self.seq_len - self.prompt.shape[1],
                               exec_cfg=cfg, window=window)
 

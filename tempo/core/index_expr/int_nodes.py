@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tempo.core.errors import IndexExprError, user_site
+from tempo.core.errors import IndexExprError, SymbolicIntError, user_site
 from tempo.core.index_expr.base import (
     IndexExpr,
     IndexExprZeroDivisionError,
@@ -117,6 +117,19 @@ class IntIndexValue(IndexValue):
         v = self.try_eval()
         if v is None:
             raise IndexExprError(f"{self} is symbolic and has no int value", site=user_site())
+        return int(v)
+
+    def __index__(self) -> int:
+        """A constant expression is an int; a symbolic one raises what `range(T)` meets."""
+        v = self.try_eval()
+        if v is None or isinstance(v, bool):
+            whole = f"x[0:{self}]" if getattr(self, "is_bound", False) else "x[0:T]"
+            raise SymbolicIntError(
+                f"`{self}` is symbolic (its value comes with the bounds given to compile), so "
+                f"Python cannot use it as an int here (range, a list index, a shape). Loop in "
+                f"the program instead: read a point with the variable (`x[t]`) or all of them "
+                f"with a slice (`{whole}`); for a Python loop, use the number you pass to "
+                f"compile", site=user_site())
         return int(v)
 
     def evaluate_int(self, values: Mapping[Symbol, int]) -> int:

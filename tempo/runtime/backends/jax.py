@@ -15,8 +15,8 @@ without it max/sort indices could not be int64.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
-from contextlib import AbstractContextManager, nullcontext
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any, ClassVar
 
 import jax
@@ -118,8 +118,22 @@ class JaxBackend:
         return make_kernel(op, self)
 
     def running(self) -> AbstractContextManager[Any]:
-        """Nothing to switch around generated code (`Backend.running`)."""
-        return nullcontext()
+        """Around generated code (`Backend.running`): the run's index flags are read once
+        at its end (`jax_index_checks`)."""
+        return _checked_run()
+
+
+@contextmanager
+def _checked_run() -> Iterator[None]:
+    from tempo.runtime.backends import jax_index_checks as ixc
+
+    outer = ixc.take_pending()  # (a run inside a user function of another run)
+    try:
+        yield
+        ixc.check_pending()
+    finally:
+        ixc.take_pending()
+        ixc.restore_pending(outer)
 
 
 def _gpu_count() -> int:

@@ -200,3 +200,35 @@ def test_two_dim_window(backend: str, index_ops: bool, flat: bool) -> None:
                    for i in range(B) for j in range(N))
 
     assert_close(got, torch_grads(ref, xs))
+
+
+def test_index_ops_off_records_no_index_ops(backend: str) -> None:
+    """enable_index_ops=False must mean no IndexSelect/IndexAdd op anywhere: the backward
+    of a growing read x[0:t+1] placed its gradient back with an IndexAddOp (pad_back),
+    as did the gradients of index_select, index_add and a replicate pad. Now they record
+    scatter_add/gather as the flag says; gradients vs torch autograd."""
+    from tempo.core import ops
+
+    N = 4
+    xs, ws = rnd(N, 3), rnd(5, 3)
+    p = Prog(1, backend, enable_index_ops=False)
+    ((t, T),) = p.vb
+    with p.ctx:
+        x = p.leaf(xs, (t,))
+        w = p.leaf(ws)
+        rows = w.index_select(0, RT.const([4, 0, 2]).cast(dtypes.int64))
+        added = RT.zeros((5, 3)).index_add(0, RT.const([1, 3]).cast(dtypes.int64), w[0:2])
+        padded = x.pad(((1, 1),), mode="replicate")
+        z = (x[0 : t + 1] ** 2).sum(0) * rows.sum(0) + padded.sum() * added.sum(0)
+        z.sum().backward()
+    kinds = {type(op).__name__ for op in p.ctx.sdg.ops.values()}
+    assert not kinds & {ops.IndexAddOp.__name__, ops.IndexSelectOp.__name__}, kinds
+    got = p.run({T: N})
+
+    def ref(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+        rows = w[[4, 0, 2]].sum(0)
+        added = torch.zeros(5, 3).index_add(0, torch.tensor([1, 3]), w[0:2]).sum(0)
+        padded = [x[j].sum() + x[j, 0] + x[j, 2] for j in range(N)]
+        return sum(((x[: j + 1] ** 2).sum(0) * rows + padded[j] * added).sum() for j in range(N))
+
+    assert_close(got, torch_grads(ref, xs, ws))

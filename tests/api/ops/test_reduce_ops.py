@@ -129,5 +129,22 @@ def test_torch_spelling_dim_of_sum_mean_std() -> None:
                                 tpo.sum(a, dim=(0, 1)), tpo.var(a, dim=1, correction=0)], x)
     want = [x.sum(0), x.mean(-1, keepdim=True), x.std(0), x.sum((0, 1)), x.var(1, correction=0)]
     assert_same(got, want, rtol=1e-5, atol=1e-5)
-    with pytest.raises(TempoError, match="dims or dim"):
+    with pytest.raises(TempoError, match="dims, dim .* and axis"):
         run_static(lambda a: [a.sum(0, dim=1)], x)
+
+
+def test_numpy_spelling_axis() -> None:
+    """`x.softmax(axis=0)`, `x.sum(axis=0)` (numpy's and jax's keyword) raised a plain
+    TypeError 'unexpected keyword argument axis': the same as `dim=` (vs torch); `dim` and
+    `axis` both given is an error at the user's line."""
+    x = make_input((3, 4), torch.float32, seed=8)
+    got = run_static(lambda a: [a.softmax(axis=0), a.log_softmax(axis=0), tpo.softmax(a, axis=1),
+                                a.sum(axis=1), a.mean(axis=0, keepdim=True), a.std(axis=0),
+                                tpo.var(a, axis=1, correction=0)], x)
+    want = [x.softmax(0), x.log_softmax(0), x.softmax(1), x.sum(1), x.mean(0, keepdim=True),
+            x.std(0), x.var(1, correction=0)]
+    assert_same(got, want, rtol=1e-5, atol=1e-5)
+    with pytest.raises(TempoError, match=r"softmax\(\) takes dim or axis(.|\n)*test_reduce_ops"):
+        run_static(lambda a: [a.softmax(0, axis=1)], x)
+    with pytest.raises(TempoError, match="dims, dim .* and axis"):
+        run_static(lambda a: [a.sum(dim=0, axis=1)], x)
