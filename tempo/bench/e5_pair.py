@@ -7,7 +7,9 @@ ppo_tempo.py: trivial env, obs 3x4x4, 2x64 MLP, Adam) on each backend, times its
 CPU seconds and its first (warm-up) run, then alternates one untracked run of each Tempo
 backend with one CleanRL-style and one CleanRL(C) run (one torch thread) and prints min and
 median ms per iteration (wall, and the process CPU time, which a loaded machine inflates
-less), the ratios to CleanRL-style, and `uptime` before and after.
+less), the ratios to CleanRL-style, the per-round ratios (each Tempo run over the
+CleanRL-style run of its round: load drift between rounds cancels) and `uptime` before
+and after.
 
 It also counts kernel calls per iteration: Tempo's generated kernel calls (split into the
 calls per env step of ops inside the t loop and the calls of the rest, per iteration) and
@@ -163,6 +165,13 @@ def run(B: int, T: int, iters: int, reps: int, backends: list[str]) -> list[str]
                      f"ms/iter (/cleanrl min {min(v) / min(ref):.2f} med "
                      f"{statistics.median(v) / statistics.median(ref):.2f}) | process CPU min "
                      f"{min(cv):7.2f} ms/iter (/cleanrl {min(cv) / min(ref_cpu):.2f})")
+        print(lines[-1], flush=True)
+    for k in exes:  # each round's Tempo run over the CleanRL-style run beside it
+        pairs = sorted(a / b for a, b in zip(times[k], ref))
+        q = statistics.quantiles(pairs, n=4) if len(pairs) > 1 else pairs * 3
+        lines.append(f"tempo-{k} / cleanrl per round (wall, {len(pairs)} rounds): median "
+                     f"{statistics.median(pairs):.3f}, quartiles {q[0]:.3f}-{q[2]:.3f}, "
+                     f"max {pairs[-1]:.3f}")
         print(lines[-1], flush=True)
     lines.append("process CPU medians (ms/iter, /cleanrl): " + ", ".join(
         f"{k} {statistics.median(cpu_ms[k]):.2f} "
