@@ -174,9 +174,13 @@ def address_space_cap(extra_bytes: int) -> Iterator[None]:
 
 
 def is_oom(err: BaseException) -> bool:
+    """Whether ``err`` is an allocation failure. Under an address-space cap oneDNN reports
+    one as "could not create a primitive" (it cannot allocate the primitive's memory; seen
+    in the slow BERT auto-batch test when the process had mapped more libraries)."""
     text = str(err).lower()
     return isinstance(err, MemoryError) or any(
-        k in text for k in ("can't allocate", "out of memory", "allocat", "bad_alloc")
+        k in text for k in ("can't allocate", "out of memory", "allocat", "bad_alloc",
+                            "could not create a primitive")
     )
 
 

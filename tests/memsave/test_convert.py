@@ -241,3 +241,14 @@ def test_memsave_md_keyword_form() -> None:
     assert report.count("layernorm") == 0 and report.techniques == ("gelu", "attention")
     with pytest.raises(ValueError, match="pattern"):
         convert(bert(), pattern="registration-order")
+
+
+def test_onednn_allocation_failure_counts_as_out_of_memory() -> None:
+    """Under an address-space cap oneDNN's failed allocation reads "could not create a
+    primitive": convert(auto=True) must take it as 'does not fit' (the slow BERT test raised
+    it instead), while other runtime errors still propagate."""
+    from tempo.memsave.memory import is_oom
+
+    assert is_oom(RuntimeError("could not create a primitive"))
+    assert is_oom(MemoryError())
+    assert not is_oom(RuntimeError("mat1 and mat2 shapes cannot be multiplied"))
