@@ -80,7 +80,8 @@ OUTSIDE = [(kind, k) for kind in KINDS for k in (-1, SIZE[kind], 5)
 @pytest.mark.parametrize(("kind", "k"), OUTSIDE)
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_out_of_range_raises(backend: str, kind: str, k: int) -> None:
-    with pytest.raises(BackendError, match=r"out of (range|bounds).*\n.*test_index_out_of_range.py"):
+    here = r"out of (range|bounds).*\n.*test_index_out_of_range.py"
+    with pytest.raises(BackendError, match=here):
         _run(backend, kind, k)
 
 
