@@ -11,6 +11,9 @@ from collections.abc import Callable
 from types import FrameType
 
 _TEMPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# Programs written with Tempo's API inside the package (the benchmarks' systems, the demo):
+# an error in one names its line, as a user's program's would, not the line that called it.
+_PROGRAMS = (os.path.join(_TEMPO_ROOT, "bench") + os.sep, os.path.join(_TEMPO_ROOT, "demo.py"))
 
 
 def called_from_tempo(depth: int) -> bool:
@@ -20,16 +23,20 @@ def called_from_tempo(depth: int) -> bool:
 
 
 def user_site(skip_tempo: bool = True) -> str:
-    """The innermost stack frame outside the tempo package, as 'file:line: code', skipping
-    dataclass machinery (generated `__init__`s, `dataclasses.replace`) and contextlib's
-    (`with ctx.when(...)` enters Tempo's generator through it). Walks the frames
-    itself, so only the chosen line's text is read (every recorded op calls this)."""
+    """The innermost stack frame outside the tempo package (the benchmarks' and the demo's
+    programs count as outside: they are programs written with the API), as
+    'file:line: code', skipping dataclass machinery (generated `__init__`s,
+    `dataclasses.replace`) and contextlib's (`with ctx.when(...)` enters Tempo's generator
+    through it). Walks the frames itself, so only the chosen line's text is read (every
+    recorded op calls this)."""
     frame: FrameType | None = sys._getframe(1)
     while frame is not None:
         name = frame.f_code.co_filename
         generated = (name == "<string>" and frame.f_code.co_name == "__init__"
                      or name.endswith((os.sep + "dataclasses.py", os.sep + "contextlib.py")))
-        inside = skip_tempo and os.path.abspath(name).startswith(_TEMPO_ROOT + os.sep)
+        path = os.path.abspath(name)
+        inside = (skip_tempo and path.startswith(_TEMPO_ROOT + os.sep)
+                  and not path.startswith(_PROGRAMS))
         if not generated and not inside:
             code = linecache.getline(name, frame.f_lineno).strip()
             return f"{name}:{frame.f_lineno}: {code}"
