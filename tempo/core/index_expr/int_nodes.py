@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tempo.core.errors import IndexExprError, SymbolicIntError, user_site
+from tempo.core.errors import IndexExprError
 from tempo.core.index_expr.base import (
     IndexExpr,
     IndexExprZeroDivisionError,
@@ -22,6 +22,7 @@ from tempo.core.index_expr.base import (
     _and_opt,
     nary_operands,
 )
+from tempo.core.index_expr.int_conversion import _tempo_no_branch, to_index, to_int
 
 # ----------------------------------------------------------------------------- integer values
 
@@ -114,23 +115,11 @@ class IntIndexValue(IndexValue):
         return self._hash
 
     def __int__(self) -> int:
-        v = self.try_eval()
-        if v is None:
-            raise IndexExprError(f"{self} is symbolic and has no int value", site=user_site())
-        return int(v)
+        return to_int(self)
 
     def __index__(self) -> int:
         """A constant expression is an int; a symbolic one raises what `range(T)` meets."""
-        v = self.try_eval()
-        if v is None or isinstance(v, bool):
-            whole = f"x[0:{self}]" if getattr(self, "is_bound", False) else "x[0:T]"
-            raise SymbolicIntError(
-                f"`{self}` is symbolic (its value comes with the bounds given to compile), so "
-                f"Python cannot use it as an int here (range, a list index, a shape). Loop in "
-                f"the program instead: read a point with the variable (`x[t]`) or all of them "
-                f"with a slice (`{whole}`); for a Python loop, use the number you pass to "
-                f"compile", site=user_site())
-        return int(v)
+        return to_index(self)
 
     def evaluate_int(self, values: Mapping[Symbol, int]) -> int:
         """The value at `values` as a Python int."""
@@ -565,11 +554,6 @@ class Piecewise(IntIndexValue):
     def __str__(self) -> str:
         inner = ", ".join(f"({c}, {v})" for c, v in self.conds_and_branches)
         return f"piecewise({inner})"
-
-
-def _tempo_no_branch(desc: str) -> int:
-    """Raised by generated code when no piecewise branch holds."""
-    raise IndexExprError(f"no branch of {desc} holds")
 
 
 PY_GLOBALS: dict[str, Any] = {"math": math, "_tempo_no_branch": _tempo_no_branch}
